@@ -1,0 +1,3 @@
+"""punct: punctuation and capitalisation restoration recipes."""
+
+__version__ = "0.1.0"

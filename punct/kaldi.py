@@ -1,0 +1,116 @@
+"""Kaldi data directories: key-value files, sorting, validation."""
+
+from __future__ import annotations
+
+import itertools
+import os
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from punct.errors import MissingDataError, PunctInputError
+from punct.wordtable import read_text_lines, read_word_table, render_rows
+
+REQUIRED_FILES = ("text", "utt2spk", "spk2utt", "words.tsv")
+
+
+def c_sorted(keys: Iterable[str]) -> list[str]:
+    """Sort as ``LC_ALL=C sort`` does (by UTF-8 bytes)."""
+    return sorted(keys, key=lambda k: k.encode("utf-8"))
+
+
+def read_kv(path: str | Path, min_fields: int = 2) -> dict[str, str]:
+    """Read ``key value...`` lines; the value is the rest of the line after one space."""
+    path = Path(path)
+    out: dict[str, str] = {}
+    for lineno, line in enumerate(read_text_lines(path), start=1):
+        if not line.strip():
+            raise PunctInputError("empty line", path, lineno)
+        key, _, value = line.partition(" ")
+        if len(line.split()) < min_fields:
+            raise PunctInputError(f"expected at least {min_fields} fields", path, lineno)
+        if key in out:
+            raise PunctInputError(f"duplicate key {key!r}", path, lineno)
+        out[key] = value.strip()
+    return out
+
+
+def write_kv(path: str | Path, mapping: Mapping[str, str]) -> None:
+    """Write ``key value`` lines sorted under LC_ALL=C, atomically."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8", newline="\n") as out:
+        for key in c_sorted(mapping):
+            value = mapping[key]
+            if not key or any(ch.isspace() for ch in key) or "\n" in value:
+                raise ValueError(f"bad key/value {key!r} {value!r} for {path}")
+            out.write(f"{key} {value}\n")
+    os.replace(tmp, path)
+
+
+def spk2utt_from_utt2spk(utt2spk: Mapping[str, str]) -> dict[str, str]:
+    """Invert utt2spk, utterances sorted."""
+    groups: dict[str, list[str]] = {}
+    for utt in c_sorted(utt2spk):
+        groups.setdefault(utt2spk[utt], []).append(utt)
+    return {spk: " ".join(utts) for spk, utts in groups.items()}
+
+
+def _check_sorted(path: Path) -> None:
+    keys = [line.split(" ", 1)[0] for line in read_text_lines(path)]
+    for lineno, (a, b) in enumerate(itertools.pairwise(keys), start=2):
+        if a.encode("utf-8") >= b.encode("utf-8"):
+            raise PunctInputError(f"not sorted (LC_ALL=C) or duplicate: {a!r} then {b!r}",
+                                  path, lineno)
+
+
+def validate_data_dir(data_dir: str | Path, need_audio: bool = False) -> dict[str, int]:
+    """Check a data dir is complete, sorted and consistent; return counts."""
+    data_dir = Path(data_dir)
+    if not data_dir.is_dir():
+        raise MissingDataError("data directory not found", data_dir)
+    needed = list(REQUIRED_FILES) + (["wav.scp"] if need_audio else [])
+    for name in needed:
+        if not (data_dir / name).is_file():
+            raise MissingDataError(f"missing {name} in data directory", data_dir)
+    for name in ("text", "utt2spk", "spk2utt", "wav.scp", "segments", "utt2lang"):
+        if (data_dir / name).is_file():
+            _check_sorted(data_dir / name)
+    text = read_kv(data_dir / "text")
+    utt2spk = read_kv(data_dir / "utt2spk")
+    if set(text) != set(utt2spk):
+        raise PunctInputError("text and utt2spk list different utterances", data_dir / "utt2spk")
+    spk2utt = read_kv(data_dir / "spk2utt")
+    if spk2utt != spk2utt_from_utt2spk(utt2spk):
+        raise PunctInputError("spk2utt is not the inverse of utt2spk", data_dir / "spk2utt")
+    if (data_dir / "utt2lang").is_file() and set(read_kv(data_dir / "utt2lang")) != set(text):
+        raise PunctInputError("utt2lang does not list the same utterances as text",
+                              data_dir / "utt2lang")
+    words = read_word_table(data_dir / "words.tsv")
+    if set(words) != set(text):
+        missing = sorted(set(text) ^ set(words))[:3]
+        raise PunctInputError(f"words.tsv and text differ in utterances, e.g. {missing}",
+                              data_dir / "words.tsv")
+    for lineno, utt in enumerate(c_sorted(text), start=1):
+        if render_rows(words[utt]) != text[utt]:
+            raise PunctInputError(
+                f"utterance {utt}: words.tsv does not render to the text line", data_dir / "text",
+                lineno,
+            )
+    if (data_dir / "wav.scp").is_file():
+        wavs = read_kv(data_dir / "wav.scp")
+        if (data_dir / "segments").is_file():
+            segments = read_kv(data_dir / "segments")
+            if set(segments) != set(text):
+                raise PunctInputError("segments and text list different utterances",
+                                      data_dir / "segments")
+            for lineno, utt in enumerate(c_sorted(segments), start=1):
+                reco = segments[utt].split()[0]
+                if reco not in wavs:
+                    raise PunctInputError(f"recording {reco!r} not in wav.scp",
+                                          data_dir / "segments", lineno)
+        elif set(wavs) != set(text):
+            raise PunctInputError("wav.scp and text list different utterances",
+                                  data_dir / "wav.scp")
+    return {"utterances": len(text), "speakers": len(spk2utt),
+            "words": sum(len(r) for r in words.values())}

