@@ -113,7 +113,7 @@ _po_help() {
     printf 'Usage: %s [options] [arguments]\n\n' "$_po_prog"
   fi
   while IFS= read -r _po_v; do
-    [[ -n $_po_v ]] && _po_known[$_po_v]=todo
+    [[ -n $_po_v && $_po_v != config ]] && _po_known[$_po_v]=todo
   done < <(_po_option_names)
   # Options in the order the script assigns them, with the assignment's trailing comment.
   if [[ -n $_po_script && -r $_po_script ]]; then

@@ -114,3 +114,39 @@ def speech_regions(
     """Speech regions as [start, end) frame pairs, plus the frame energy contour."""
     energy = frame_log_energy(samples, rate, config)
     return _runs(speech_mask(energy, config)), energy
+
+
+@dataclass(frozen=True)
+class NucleiConfig:
+    """Syllable-nucleus detection: peaks of the smoothed 300-2500 Hz energy."""
+
+    low_hz: float = 300.0
+    high_hz: float = 2500.0
+    smooth_frames: int = 5
+    prominence_db: float = 2.0
+    min_distance: float = 0.08
+
+
+def syllable_nuclei(
+    samples: np.ndarray,
+    rate: int,
+    speech: np.ndarray,
+    config: NucleiConfig = NucleiConfig(),
+) -> np.ndarray:
+    """Frame indices of likely syllable nuclei inside ``speech`` (a frame mask)."""
+    from scipy.signal import find_peaks
+
+    band = frame_log_energy(samples, rate, VadConfig(low_hz=config.low_hz,
+                                                     high_hz=config.high_hz))
+    if band.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    k = max(1, config.smooth_frames)
+    smooth = np.convolve(band, np.ones(k) / k, mode="same")
+    peaks, _ = find_peaks(
+        smooth,
+        prominence=config.prominence_db,
+        distance=max(1, int(round(config.min_distance / FRAME_SHIFT))),
+    )
+    n = min(len(speech), len(smooth))
+    peaks = peaks[peaks < n]
+    return peaks[speech[peaks]]

@@ -94,9 +94,10 @@ def expand_jobs(job_range: JobRange | None, log: str, args: Sequence[str]) -> li
     """The jobs of one launcher call.
 
     Every occurrence of the range's name (e.g. ``JOB``) in the log path and in the
-    command words is replaced by the job index (plain substring replacement, as in
-    Kaldi's run.pl); the command is the words joined with single spaces, to be run
-    by ``bash -c``, and the environment variable NAME is set to the index.
+    command words is replaced by the job index (substring replacement, as in Kaldi's
+    run.pl, except that the shell references ``$JOB`` and ``${JOB...}`` are kept: the
+    environment variable NAME is set to the index too). The command is the words
+    joined with single spaces, to be run by ``bash -c``.
     """
     if not args:
         raise LaunchError("no command given")
@@ -107,13 +108,12 @@ def expand_jobs(job_range: JobRange | None, log: str, args: Sequence[str]) -> li
             f"running jobs {job_range.name}={job_range.start}:{job_range.end} but the log "
             f"path {log} does not contain {job_range.name}: every job would write the same log"
         )
+    pattern = re.compile(r"(?<!\$)(?<!\$\{)" + re.escape(job_range.name))
     jobs = []
     for index in job_range.indices:
         sub = str(index)
-        command = " ".join(arg.replace(job_range.name, sub) for arg in args)
-        jobs.append(
-            Job(index, command, Path(log.replace(job_range.name, sub)), {job_range.name: sub})
-        )
+        command = " ".join(pattern.sub(sub, arg) for arg in args)
+        jobs.append(Job(index, command, Path(pattern.sub(sub, log)), {job_range.name: sub}))
     return jobs
 
 
@@ -140,7 +140,7 @@ def log_header(command: str, resources: str, start: float | None = None) -> str:
 
 def log_footer(code: int, elapsed: float, num_threads: int, end: float | None = None) -> str:
     """The last lines of a job log (Kaldi's run.pl format; times in whole seconds)."""
-    secs = int(round(elapsed))
+    secs = round(elapsed)
     return (
         f"# Accounting: time={secs} threads={num_threads}\n"
         f"# Ended (code {code}) at {format_date(end)}, elapsed time {secs} seconds\n"

@@ -52,8 +52,12 @@ def resolve_encoder(name: str | os.PathLike[str] | None) -> str:
     text = str(name)
     path = Path(text).expanduser()
     if path.exists():
-        if not (path / "config.json").is_file():
-            raise MissingDataError(f"encoder directory has no config.json: {path}", path)
+        markers = ("config.json", "tokenizer_config.json", "tokenizer.json")
+        if not any((path / marker).is_file() for marker in markers):
+            raise MissingDataError(
+                f"not an encoder or tokenizer directory (none of {', '.join(markers)}): {path}",
+                path,
+            )
         return str(path.resolve())
     return text
 
@@ -107,17 +111,27 @@ def load_encoder(name: str | os.PathLike[str] | None) -> Any:
             raise _missing(source, "weights", err) from err
 
 
+def load_encoder_config(name: str | os.PathLike[str] | None) -> Any:
+    """The ``AutoConfig`` of encoder ``name`` (architecture only)."""
+    from transformers import AutoConfig
+
+    source = resolve_encoder(name)
+    with _offline_if_local(source):
+        try:
+            return AutoConfig.from_pretrained(source)
+        except (OSError, ValueError) as err:
+            raise _missing(source, "config", err) from err
+
+
 def encoder_from_config(directory: str | os.PathLike[str]) -> Any:
     """An encoder with the architecture saved in ``directory/config.json``, random weights.
 
     Used when a trained checkpoint (which holds all weights) is decoded on a machine
     that no longer has the pretrained encoder.
     """
-    from transformers import AutoConfig, AutoModel
+    from transformers import AutoModel
 
-    with _offline_if_local(str(directory)):
-        config = AutoConfig.from_pretrained(str(directory))
-    return AutoModel.from_config(config)
+    return AutoModel.from_config(load_encoder_config(directory))
 
 
 def tiny_vocab(words: Iterable[str]) -> list[str]:

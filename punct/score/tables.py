@@ -103,6 +103,18 @@ def _pct(value: Any) -> float:
     return float("nan") if value is None else 100.0 * float(value)
 
 
+def published_note(doc: dict[str, Any] | None) -> str:
+    """Where the published rows come from (for table notes)."""
+    if not doc:
+        return ""
+    text = f" Published rows: {doc['short']}, data {doc['data']}"
+    if doc.get("data_note"):
+        text += f" ({doc['data_note']})"
+    if doc.get("row_legend"):
+        text += f"; {doc['row_legend']}"
+    return text + "."
+
+
 def _source(doc: dict[str, Any], table: str) -> str:
     return f"published: {doc['short']} ({table.replace('table', 'Table ')})"
 
@@ -163,7 +175,8 @@ def table4_micro_f1(scores: Sequence[dict[str, Any]], doc: dict[str, Any] | None
         "micro-F1 over all marks of the label set (O excluded), counted label by label over "
         "word slots. Our columns are the languages of our test sets (utt2lang); ES+EU = "
         "Spanish and Basque utterances together; ALL = the whole test set. Published "
-        "columns: mintzai-ST EU and ES test sets, and both with one ES+EU model.",
+        "columns: the paper's EU and ES test sets, and both with one ES+EU model."
+        + published_note(doc),
     )
 
 
@@ -174,7 +187,7 @@ def table6_cap_f1(scores: Sequence[dict[str, Any]], doc: dict[str, Any] | None) 
         "Table 6: capitalisation micro-F1 (%) over FIRST_CAP and ALL_CAPS",
         _scalar_table(scores, doc, "table6", "cap_micro_f1"),
         f"{NA} = the system does not model capitalisation. The paper's BRNN does not "
-        "capitalise and has no row.",
+        "capitalise and has no row." + published_note(doc),
     )
 
 
@@ -208,6 +221,7 @@ def table5_class_f1(scores: Sequence[dict[str, Any]], doc: dict[str, Any] | None
     note = "F1 per mark (%), counted label by label over word slots."
     if omitted:
         note += f" {MISSING} in a published row: the paper omits {omitted} (F1 0.0 everywhere)."
+    note += published_note(doc)
     return Table("table5_class_f1", "Table 5: class-wise punctuation F1 (%)",
                  frame.reset_index(drop=True), note, split_by="Language")
 
@@ -242,7 +256,7 @@ def table7_speed(scores: Sequence[dict[str, Any]], doc: dict[str, Any] | None) -
     return Table("table7_speed", "Table 7: decoding speed (words per second)", frame,
                  "Ours: measured while decoding the whole test set (ALL), on the device and "
                  "batch size noted. Published: the paper's GPU figures (approximate, by its "
-                 "own account).", decimals=0)
+                 "own account)." + published_note(doc), decimals=0)
 
 
 SUMMARY_METRICS: tuple[tuple[str, str], ...] = (
@@ -311,6 +325,12 @@ def display_frame(table: Table) -> pd.DataFrame:
     return table.frame.map(fmt)
 
 
+def _md(frame: pd.DataFrame) -> str:
+    left = {*KEY_COLUMNS, "Language", "Device", "Batch"}
+    align = tuple("left" if col in left else "right" for col in frame.columns)
+    return frame.to_markdown(index=False, disable_numparse=True, colalign=align)
+
+
 def to_markdown(table: Table, heading: str = "###") -> str:
     """The table as Markdown (split into sub-tables by ``split_by`` when set)."""
     parts = [f"{heading} {table.title}", ""]
@@ -322,9 +342,9 @@ def to_markdown(table: Table, heading: str = "###") -> str:
     elif table.split_by:
         for value, part in shown.groupby(table.split_by, sort=False):
             parts += [f"**{table.split_by}: {value}**", ""]
-            parts += [part.drop(columns=[table.split_by]).to_markdown(index=False), ""]
+            parts += [_md(part.drop(columns=[table.split_by])), ""]
     else:
-        parts.append(shown.to_markdown(index=False))
+        parts.append(_md(shown))
     return "\n".join(parts).rstrip() + "\n"
 
 

@@ -291,12 +291,12 @@ def _in_child(work: Callable[[], SynthResult]) -> SynthResult:
             os.close(read_fd)
             try:
                 payload = pickle.dumps(("ok", work()), protocol=pickle.HIGHEST_PROTOCOL)
-            except BaseException as err:  # noqa: BLE001 - sent to the parent
+            except BaseException as err:
                 msg = f"{type(err).__name__}: {err}\n{traceback.format_exc()}"
                 payload = pickle.dumps(("error", msg))
             with os.fdopen(write_fd, "wb") as out:
                 out.write(payload)
-        except BaseException:  # noqa: BLE001 - nothing else can be done in the child
+        except BaseException:
             status = 1
         finally:
             os._exit(status)

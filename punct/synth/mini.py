@@ -12,9 +12,11 @@ therefore contiguous and the pauses produced by punctuation show up as gaps.
 from __future__ import annotations
 
 import bisect
+import itertools
 import json
 import os
-from collections.abc import Sequence
+import re
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -129,6 +131,24 @@ def plan_utterances(docs: Sequence[Doc]) -> list[UttPlan]:
 
 
 # ---------------------------------------------------------------------------
+# Text as given to eSpeak
+
+_ELLIPSIS = re.compile(r"\.{2,}|…")
+
+
+def espeak_text(text: str, lang: str) -> str:
+    """The text handed to eSpeak: ``text`` with the marks it would read aloud replaced.
+
+    The result has the same length, so eSpeak's character offsets index ``text``.
+    eSpeak NG 1.52 reads an ellipsis as "pont pont pont" in Hungarian; a semicolon
+    plus spaces gives the same pause without speech.
+    """
+    if lang == "hu":
+        text = _ELLIPSIS.sub(lambda m: ";" + " " * (len(m.group()) - 1), text)
+    return text
+
+
+# ---------------------------------------------------------------------------
 # Word timings from the synthesiser's events
 
 
@@ -167,25 +187,28 @@ def _frame_db(samples: np.ndarray, frame: int) -> np.ndarray:
     return 10.0 * np.log10(power / max(ref, 1e-3))
 
 
-def _map_word_events(tokens: Sequence[Token], events: Sequence[SynthEvent]) -> list[int | None]:
-    """The earliest WORD event sample of each token (None for tokens without events).
+def _map_word_events(
+    tokens: Sequence[Token], events: Sequence[SynthEvent]
+) -> tuple[list[int | None], list[int | None]]:
+    """The earliest and latest WORD event samples of each token (None without events).
 
     An event belongs to the first token that ends after its character offset, so
     events pointing at an opening mark go to the following word and the several
     events of a number or hyphenated word all go to that word.
     """
     ends = [tok.span[1] for tok in tokens]
-    starts: list[int | None] = [None] * len(tokens)
+    first: list[int | None] = [None] * len(tokens)
+    last: list[int | None] = [None] * len(tokens)
     for ev in events:
         if ev.kind != "word":
             continue
         k = bisect.bisect_right(ends, ev.char_pos)
         if k >= len(tokens):
             continue
-        current = starts[k]
-        if current is None or ev.sample < current:
-            starts[k] = ev.sample
-    return starts
+        lo, hi = first[k], last[k]
+        first[k] = ev.sample if lo is None else min(lo, ev.sample)
+        last[k] = ev.sample if hi is None else max(hi, ev.sample)
+    return first, last
 
 
 def _speech_end(start: int, bound: int, pauses: Sequence[tuple[int, int]]) -> int:
@@ -248,7 +271,7 @@ def word_timings(
     n_samples = len(result.samples)
     events = result.events
     pauses = pause_intervals(events, n_samples, round(PAUSE_MIN_S * sr))
-    mapped = _map_word_events(tokens, events)
+    mapped, last_events = _map_word_events(tokens, events)
     timed = [i for i, s in enumerate(mapped) if s is not None]
     if not timed:
         raise PunctInputError(
@@ -269,11 +292,11 @@ def word_timings(
         else:
             lo, hi = i, j + 1  # leading run: joins the first timed word
         owner = i - 1 if i > 0 else j
-        a = mapped[owner]
-        assert a is not None
+        a, a_last = mapped[owner], last_events[owner]
+        assert a is not None and a_last is not None
         nxt = next((mapped[k] for k in range(hi, len(tokens)) if mapped[k] is not None), n_samples)
         assert nxt is not None
-        e = _speech_end(a, nxt, pauses)
+        e = _speech_end(a_last, nxt, pauses)
         if e - a < hi - lo:
             raise PunctInputError(
                 f"cannot time the words {[t.form for t in tokens[i:j]]}: eSpeak gave them no "
@@ -286,32 +309,41 @@ def word_timings(
         i = j
     final_starts = [int(s) for s in starts if s is not None]
     if len(final_starts) != len(tokens) or any(
-        b <= a for a, b in zip(final_starts, final_starts[1:], strict=False)
+        b <= a for a, b in itertools.pairwise(final_starts)
     ):
         raise PunctInputError(
             f"eSpeak word events are not in text order for {text[:60]!r}", path, line
         )
-    return _refine(tokens, final_starts, pauses, result)
+    # a word read as several eSpeak words (numbers, "2,500") speaks at least until its last one
+    inner = [max(s, x) if x is not None else s for s, x in zip(final_starts, last_events,
+                                                                 strict=True)]
+    return _refine(tokens, final_starts, inner, pauses, result)
 
 
 def _refine(
     tokens: Sequence[Token],
     starts: list[int],
+    inner: list[int],
     pauses: Sequence[tuple[int, int]],
     result: SynthResult,
 ) -> list[WordTiming]:
-    """Ends at pauses, starts after leading silence, both tightened on the energy."""
+    """Ends at pauses, starts after leading silence, both tightened on the energy.
+
+    ``inner[i]`` is the last sample known to lie in word i's speech (its last WORD
+    event): pauses before it are inside the word.
+    """
     sr = result.sample_rate
     n_samples = len(result.samples)
     frame = max(1, round(FRAME_S * sr))
     db = _frame_db(result.samples, frame)
     silent = db < SILENCE_DB
     out: list[WordTiming] = []
+    prev_end = 0
     for i, tok in enumerate(tokens):
         bound = starts[i + 1] if i + 1 < len(tokens) else n_samples
         start = _speech_start(starts[i], bound, pauses)
-        end = _speech_end(start, bound, pauses)
-        if start != starts[i] or i == 0:
+        end = _speech_end(max(start, inner[i]), bound, pauses)
+        if i == 0 or start > prev_end:
             # onset after silence: skip silent frames (keep at least one frame of the word)
             f = start // frame
             while f < len(silent) and silent[f] and (f + 2) * frame < end:
@@ -323,6 +355,7 @@ def _refine(
             while f >= 0 and f < len(silent) and silent[f] and (f - 1) * frame > start:
                 f -= 1
             end = min(end, (f + 1) * frame)
+        prev_end = end
         out.append(WordTiming(tok.word, start / sr, end / sr))
     return out
 
@@ -334,7 +367,8 @@ def _refine(
 def synthesize_utterance(plan: UttPlan, engine: Engine | None = None) -> Utterance:
     """Speak ``plan.text`` and return 16 kHz audio with reference word timings."""
     engine = engine or get_engine()
-    result = engine.synthesize(plan.text, plan.voice, plan.rate, plan.pitch)
+    spoken = espeak_text(plan.text, plan.lang)
+    result = engine.synthesize(spoken, plan.voice, plan.rate, plan.pitch)
     words = word_timings(plan.text, result, path=plan.utt_id)
     samples = resample_int16(result.samples, result.sample_rate, OUT_RATE)
     duration = len(samples) / OUT_RATE
@@ -364,12 +398,20 @@ def output_paths(out_dir: str | Path, utt_id: str) -> dict[str, Path]:
     }
 
 
-def utterance_done(out_dir: str | Path, utt_id: str) -> bool:
-    """True when all three files exist (the meta file is written last)."""
-    return all(p.is_file() for p in output_paths(out_dir, utt_id).values())
+def utterance_done(out_dir: str | Path, plan: UttPlan) -> bool:
+    """True when all three files exist and the meta file (written last) records this very
+    plan (same text and voice settings); a changed corpus entry is synthesised again."""
+    paths = output_paths(out_dir, plan.utt_id)
+    if not all(p.is_file() for p in paths.values()):
+        return False
+    try:
+        meta = json.loads(paths["meta"].read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(meta, dict) and all(meta.get(k) == v for k, v in asdict(plan).items())
 
 
-def _atomic_write(path: Path, write) -> None:  # noqa: ANN001 - a callable taking a temp path
+def _atomic_write(path: Path, write: Callable[[Path], object]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
     try:

@@ -1,0 +1,119 @@
+"""Decode a data dir with a trained system: ``python -m punct.bin.decode --exp-dir exp/X
+--data-dir data/test --out-dir exp/X/decode_test [--num-threads N]``.
+
+Writes ``words.tsv`` (hypothesis word table), ``text`` (utt_id + restored text),
+``probs.npz`` (per-word mark probabilities, and cap probabilities when modelled) and
+``decode.json`` (words/s, device, batch size, window, stride, ``cap_modelled``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from punct.errors import MissingDataError, PunctInputError
+from punct.train.env import set_num_threads
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m punct.bin.decode", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--exp-dir", required=True, help="trained experiment directory")
+    parser.add_argument("--data-dir", required=True, help="data dir with words.tsv")
+    parser.add_argument("--out-dir", required=True, help="where the hypothesis is written")
+    parser.add_argument("--checkpoint", default="best", choices=("best", "last"))
+    parser.add_argument("--num-threads", type=int, default=None,
+                        help="torch threads (default: $OMP_NUM_THREADS, else torch's default)")
+    parser.add_argument("--device", default="auto", help="cpu, cuda or auto")
+    parser.add_argument("--window", type=int, default=None, help="default: decode.window")
+    parser.add_argument("--stride", type=int, default=None, help="default: decode.stride")
+    parser.add_argument("--batch-size", type=int, default=None, help="default: decode.batch_size")
+    parser.add_argument("--aggregate", choices=("mean", "sum"), default=None,
+                        help="default: decode.aggregate")
+    parser.add_argument("--bf16", action=argparse.BooleanOptionalAction, default=None,
+                        help="bf16 autocast (default: decode.bf16)")
+    parser.add_argument("--threshold", type=float, default=None,
+                        help="decision threshold per mark (default: decode.threshold)")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    return parser
+
+
+def run(args: argparse.Namespace) -> dict:
+    """Decode and write the outputs; return the decode record."""
+    from punct.data.sequences import load_data_dir
+    from punct.infer.decode import (
+        decide,
+        decode_info,
+        hypothesis_rows,
+        load_experiment,
+        pick_device,
+        predict_words,
+    )
+    from punct.labels import get_label_set
+    from punct.train.config import decode_window
+    from punct.wordtable import render_rows, write_word_table
+
+    device = pick_device(args.device)
+    exp = load_experiment(args.exp_dir, args.checkpoint, device)
+    cfg = exp.config
+    dec = cfg["decode"]
+    window, stride = decode_window(cfg)
+    window = args.window or window
+    stride = args.stride or min(stride, window)
+    if not 1 <= stride <= window:
+        raise ValueError(f"need 1 <= stride <= window, got window {window} stride {stride}")
+    batch_size = args.batch_size or int(dec.get("batch_size") or 32)
+    aggregate = args.aggregate or dec.get("aggregate", "mean")
+    bf16 = bool(dec.get("bf16", False)) if args.bf16 is None else args.bf16
+    threshold = float(dec.get("threshold", 0.5)) if args.threshold is None else args.threshold
+    label_set = get_label_set(cfg["label_set"])
+    utts, seqs = load_data_dir(args.data_dir, label_set)
+    pred = predict_words(exp.model, exp.featurizer, seqs, window, stride, batch_size, bf16,
+                         aggregate, device, progress=not args.quiet and sys.stderr.isatty())
+    marks, caps = decide(pred, seqs, label_set.labels, threshold)
+    hyp = hypothesis_rows(utts, seqs, marks, caps, label_set.labels)
+    out_dir = Path(args.out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    write_word_table(out_dir / "words.tsv", hyp)
+    with open(out_dir / "text", "w", encoding="utf-8") as f:
+        for utt_id, rows in hyp.items():
+            f.write(f"{utt_id} {render_rows(rows)}\n")
+    arrays = {"punct": pred.punct.astype(np.float32), "labels": np.array(label_set.labels),
+              "utt_ids": np.array([s.utt_id for s in seqs]),
+              "offsets": np.array([s.offset for s in seqs], dtype=np.int64)}
+    if pred.cap is not None:
+        arrays["cap"] = pred.cap.astype(np.float32)
+    np.savez_compressed(out_dir / "probs.npz", **arrays)
+    n_words = sum(len(s) for s in seqs)
+    info = decode_info(pred, n_words, len(seqs), device, batch_size, window, stride, bf16,
+                       aggregate, threshold)
+    info.update({"family": cfg["family"], "label_set": cfg["label_set"],
+                 "exp_dir": str(args.exp_dir), "data_dir": str(args.data_dir),
+                 "checkpoint": args.checkpoint})
+    (out_dir / "decode.json").write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
+    return info
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        set_num_threads(args.num_threads)
+        info = run(args)
+    except MissingDataError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    except (PunctInputError, ValueError, KeyError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    print(f"decoded {info['words']} words ({info['utterances']} utts) with {info['family']} in "
+          f"{info['seconds']:.2f}s ({info['words_per_s']} words/s, {info['device']}, batch "
+          f"{info['batch_size']}) -> {args.out_dir}/words.tsv")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

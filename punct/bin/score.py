@@ -1,0 +1,136 @@
+"""Score a hypothesis word table against the reference: writes scores.json.
+
+Example:
+  python -m punct.bin.score --ref data/test/words.tsv --hyp exp/X/decode_test/words.tsv \\
+      --utt2lang data/test/utt2lang --decode-info exp/X/decode_test/decode.json \\
+      --out exp/X/decode_test/scores.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from punct.errors import MissingDataError, PunctInputError
+from punct.labels import LABEL_SETS, get_label_set
+from punct.score.metrics import DEFAULT_LANG_GROUPS, read_utt2lang, score_tables
+from punct.wordtable import read_word_table
+
+FORMAT = "punct-scores/1"
+
+
+def system_name(hyp: Path) -> str:
+    """``exp/X/decode_test/words.tsv`` -> ``X``."""
+    parent = hyp.resolve().parent
+    return parent.parent.name if parent.name.startswith("decode") else parent.name
+
+
+def test_set_name(ref: Path) -> str:
+    """``data/test/words.tsv`` -> ``test``."""
+    return ref.resolve().parent.name
+
+
+def corpus_name(ref: Path) -> str | None:
+    """``.../egs/<corpus>/...`` -> ``<corpus>``, else None."""
+    parts = ref.resolve().parts
+    for i, part in enumerate(parts[:-1]):
+        if part == "egs":
+            return parts[i + 1]
+    return None
+
+
+def read_decode_info(path: Path) -> dict[str, Any]:
+    """The decoder's JSON (words_per_second, device, batch_size, cap_modelled, ...)."""
+    if not path.is_file():
+        raise MissingDataError("decode info not found", path)
+    try:
+        info = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as err:
+        raise PunctInputError(f"invalid JSON: {err.msg}", path, err.lineno) from None
+    if not isinstance(info, dict):
+        raise PunctInputError("decode info must be a JSON object", path, 1)
+    return info
+
+
+def build_scores(args: argparse.Namespace) -> dict[str, Any]:
+    """The scores document for the parsed command line."""
+    ref_path, hyp_path = Path(args.ref), Path(args.hyp)
+    label_set = get_label_set(args.label_set)
+    ref = read_word_table(ref_path)
+    hyp = read_word_table(hyp_path)
+    utt2lang = read_utt2lang(args.utt2lang) if args.utt2lang else None
+    metrics = score_tables(
+        ref, hyp, label_set, utt2lang, lang_groups=args.lang_group, ref_path=ref_path,
+        hyp_path=hyp_path, utt2lang_path=args.utt2lang,
+    )
+    decode = read_decode_info(Path(args.decode_info)) if args.decode_info else {}
+    return {
+        "format": FORMAT,
+        "system": args.system or system_name(hyp_path),
+        "test_set": args.test_set or test_set_name(ref_path),
+        "corpus": args.corpus or corpus_name(ref_path),
+        "label_set": label_set.name,
+        "labels": list(label_set.labels),
+        "cap_modelled": bool(decode.get("cap_modelled", True)),
+        "ref": str(ref_path),
+        "hyp": str(hyp_path),
+        "utt2lang": args.utt2lang,
+        "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "counts": {"utterances": metrics["all"]["utterances"],
+                   "words": metrics["all"]["words"]},
+        "metrics": metrics,
+        "decode": decode,
+    }
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m punct.bin.score", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--ref", required=True, help="reference word table (words.tsv)")
+    p.add_argument("--hyp", required=True, help="hypothesis word table (same words)")
+    p.add_argument("--out", required=True, help="scores JSON to write")
+    p.add_argument("--utt2lang", help="utt2lang of the test set: adds per-language metrics")
+    p.add_argument("--label-set", default="full13", choices=sorted(LABEL_SETS),
+                   help="label set both sides are mapped to (default: %(default)s)")
+    p.add_argument("--decode-info", help="decode.json of the decoder (speed, device, ...)")
+    p.add_argument("--system", help="system name (default: the exp dir of --hyp)")
+    p.add_argument("--test-set", help="test set name (default: the data dir of --ref)")
+    p.add_argument("--corpus", help="corpus name (default: from an egs/<corpus>/ path)")
+    p.add_argument("--lang-group", action="append", default=None,
+                   help="languages scored together, e.g. es+eu (repeatable; default: "
+                        + " ".join(DEFAULT_LANG_GROUPS) + ")")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    if args.lang_group is None:
+        args.lang_group = list(DEFAULT_LANG_GROUPS)
+    try:
+        doc = build_scores(args)
+    except MissingDataError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    except PunctInputError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(out.name + ".tmp")
+    tmp.write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    tmp.replace(out)
+    m = doc["metrics"]["all"]
+    ser = "n/a" if m["ser"] is None else f"{100 * m['ser']:.1f}"
+    print(f"{doc['system']} on {doc['test_set']} ({doc['label_set']}): "
+          f"{m['words']} words, micro-F1 {100 * m['micro_f1']:.1f}, "
+          f"macro-F1 {100 * m['macro_f1']:.1f}, SER {ser}, "
+          f"cap micro-F1 {100 * m['cap_micro_f1']:.1f} -> {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,198 @@
+"""The inference engine shared by every family.
+
+sequences -> featurizer windows (``window``, ``stride``: window/stride predictions per
+word) -> batches across windows and utterances -> ``PunctModel.predict`` (optionally
+under bf16 autocast) -> aggregation by ``word_ids`` (mean of probabilities, or sum of
+activations) -> per-word decisions: a mark is predicted when its probability is at
+least ``threshold`` (0.5; multi-label), the capitalisation class by argmax.
+
+Families that do not model capitalisation (``Prediction.cap is None``, e.g. BRNN) get
+their cap column from a rule: FIRST_CAP at the start of an utterance and after a
+sentence-final mark (PERIOD, QUESTION, EXCLAMATION, ELLIPSIS), O elsewhere; the decode
+JSON then says ``cap_modelled: false`` so the scorer can show n/a.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from punct.infer.aggregate import Aggregator
+from punct.infer.windows import batched
+from punct.labels import CAP_LABELS, OPENING_LABELS, apply_cap
+from punct.models.base import Featurizer, PunctModel, WordSeq
+from punct.wordtable import WordRow
+
+SENTENCE_FINAL = frozenset({"PERIOD", "QUESTION", "EXCLAMATION", "ELLIPSIS"})
+
+
+@dataclass
+class WordPredictions:
+    """Aggregated per-word output of a decoding run (global word order)."""
+
+    punct: np.ndarray  # (N, P) probabilities
+    cap: np.ndarray | None  # (N, 3) probabilities, None when not modelled
+    counts: np.ndarray  # (N,) predictions per word
+    seconds: float
+    n_windows: int
+
+
+def pick_device(name: str | None = None) -> torch.device:
+    """``cpu``, ``cuda`` or ``auto`` (cuda when available)."""
+    if name in (None, "auto"):
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(name)
+
+
+def _to_numpy(x: torch.Tensor | None) -> np.ndarray | None:
+    return None if x is None else x.detach().float().cpu().numpy()
+
+
+def predict_words(model: PunctModel, featurizer: Featurizer, seqs: Sequence[WordSeq],
+                  window: int, stride: int, batch_size: int = 32, bf16: bool = False,
+                  aggregate: str = "mean", device: torch.device | str = "cpu",
+                  progress: bool = False) -> WordPredictions:
+    """Run the model over all windows of ``seqs`` and aggregate per word."""
+    device = torch.device(device)
+    n_words = max((s.offset + len(s) for s in seqs), default=0)
+    n_labels = seqs[0].punct.shape[1] if seqs else 0
+    start = time.perf_counter()
+    windows = featurizer.windows(list(seqs), window, stride)
+    # longest first: less padding per batch, and the largest batch shows memory problems early
+    order = sorted(range(len(windows)), key=lambda i: -len(windows[i]["word_ids"]))
+    windows = [windows[i] for i in order]
+    agg: Aggregator | None = None
+    was_training = model.training
+    model.eval()
+    model.to(device)
+    bar = tqdm(total=len(windows), desc="decode", unit="win", disable=not progress, leave=False)
+    try:
+        with torch.inference_mode():
+            for chunk in batched(windows, batch_size):
+                batch = {k: v.to(device) for k, v in featurizer.collate(chunk).items()}
+                with torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=bf16):
+                    pred = model.predict(batch)
+                if agg is None:
+                    agg = Aggregator(n_words, n_labels, pred.cap is not None, aggregate)
+                agg.add(batch["word_ids"].cpu().numpy(), _to_numpy(pred.punct),
+                        _to_numpy(pred.cap), _to_numpy(pred.extra.get("punct_logits")),
+                        _to_numpy(pred.extra.get("cap_logits")))
+                bar.update(len(chunk))
+    finally:
+        bar.close()
+        model.train(was_training)
+    if agg is None:
+        agg = Aggregator(n_words, n_labels, False, aggregate)
+    punct, cap, counts = agg.result()
+    return WordPredictions(punct, cap, counts, time.perf_counter() - start, len(windows))
+
+
+def decide(pred: WordPredictions, seqs: Sequence[WordSeq], labels: Sequence[str],
+           threshold: float = 0.5) -> tuple[np.ndarray, np.ndarray]:
+    """Per-word decisions: marks (N, P) bool and cap indices (N,) into CAP_LABELS."""
+    marks = pred.punct >= threshold
+    if pred.cap is not None:
+        return marks, pred.cap.argmax(axis=1).astype(np.int64)
+    return marks, rule_caps(marks, seqs, labels)
+
+
+def rule_caps(marks: np.ndarray, seqs: Sequence[WordSeq], labels: Sequence[str]) -> np.ndarray:
+    """FIRST_CAP at utterance start and after a sentence-final mark, else O."""
+    final = np.array([lab in SENTENCE_FINAL for lab in labels], dtype=bool)
+    caps = np.zeros(marks.shape[0], dtype=np.int64)
+    first_cap = CAP_LABELS.index("FIRST_CAP")
+    for seq in seqs:
+        for i in range(len(seq)):
+            g = seq.offset + i
+            if i == 0 or marks[g - 1][final].any():
+                caps[g] = first_cap
+    return caps
+
+
+def ordered_marks(flags: np.ndarray, labels: Sequence[str]) -> tuple[str, ...]:
+    """Predicted marks of one word in reading order: opening marks first."""
+    chosen = [lab for lab, on in zip(labels, flags, strict=True) if on]
+    return tuple([lab for lab in chosen if lab in OPENING_LABELS]
+                 + [lab for lab in chosen if lab not in OPENING_LABELS])
+
+
+def hypothesis_rows(utts: Mapping[str, Sequence[WordRow]], seqs: Sequence[WordSeq],
+                    marks: np.ndarray, caps: np.ndarray, labels: Sequence[str]
+                    ) -> dict[str, list[WordRow]]:
+    """Hypothesis word table: the reference rows with predicted punct/cap and form."""
+    out: dict[str, list[WordRow]] = {}
+    for seq in seqs:
+        rows = utts[seq.utt_id]
+        hyp = []
+        for i, row in enumerate(rows):
+            g = seq.offset + i
+            cap = CAP_LABELS[int(caps[g])]
+            hyp.append(WordRow(row.utt_id, row.idx, row.word, apply_cap(row.word, cap),
+                               ordered_marks(marks[g], labels), cap, row.start, row.end,
+                               row.pause_after))
+        out[seq.utt_id] = hyp
+    return out
+
+
+def decode_info(pred: WordPredictions, n_words: int, n_utts: int, device: torch.device,
+                batch_size: int, window: int, stride: int, bf16: bool, aggregate: str,
+                threshold: float) -> dict[str, Any]:
+    """The throughput record written next to a hypothesis table."""
+    return {
+        "words": n_words,
+        "utterances": n_utts,
+        "windows": pred.n_windows,
+        "seconds": round(pred.seconds, 4),
+        "words_per_s": round(n_words / pred.seconds, 1) if pred.seconds > 0 else None,
+        "device": str(device),
+        "threads": torch.get_num_threads(),
+        "batch_size": batch_size,
+        "window": window,
+        "stride": stride,
+        "predictions_per_word": round(float(pred.counts.mean()), 3) if n_words else 0.0,
+        "bf16": bf16,
+        "aggregate": aggregate,
+        "threshold": threshold,
+        "cap_modelled": pred.cap is not None,
+    }
+
+
+@dataclass
+class Experiment:
+    """A trained system loaded from its experiment directory."""
+
+    config: dict[str, Any]
+    featurizer: Featurizer
+    model: PunctModel
+    exp_dir: Path
+
+
+def load_experiment(exp_dir: str | Path, checkpoint: str = "best",
+                    device: torch.device | str = "cpu") -> Experiment:
+    """Rebuild config, featurizer and model of ``exp_dir`` and load ``<checkpoint>.pt``."""
+    import punct.models  # noqa: F401  (registers the families)
+    from punct.errors import MissingDataError
+    from punct.models.base import Registry
+    from punct.train.config import load_config
+
+    exp_dir = Path(exp_dir)
+    config = load_config(exp_dir / "config.yaml")
+    family = Registry.get(config["family"])
+    ckpt_path = exp_dir / f"{checkpoint}.pt"
+    if not ckpt_path.is_file():
+        raise MissingDataError(f"no checkpoint {ckpt_path.name} in {exp_dir} (train first)",
+                               ckpt_path)
+    featurizer = family.load_featurizer(exp_dir / "featurizer", config)
+    model = family.make_model(config, featurizer)
+    state = torch.load(ckpt_path, map_location="cpu", weights_only=True)
+    model.load_state_dict(state["model"])
+    model.to(torch.device(device))
+    model.eval()
+    return Experiment(config, featurizer, model, exp_dir)

@@ -1,0 +1,86 @@
+"""The local backend: jobs run as process groups on this machine (Kaldi's run.pl)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Sequence
+
+from punct.launch.backend import Backend, JobHandle, wrapper_command, wrapper_environment
+from punct.launch.jobs import Job, Resources
+
+
+class LocalBackend(Backend):
+    """Each job is the wrapper process in a new session; cancel kills the whole group.
+
+    ``--mem`` and ``--time`` are recorded in the log header but not enforced;
+    ``--gpu 0`` hides the GPUs (CUDA_VISIBLE_DEVICES="").
+    """
+
+    name = "local"
+
+    def __init__(self, resources: Resources, kill_grace: float = 5.0):
+        super().__init__(resources)
+        self.kill_grace = kill_grace
+        self._procs: dict[str, subprocess.Popen[bytes]] = {}
+
+    def submit(self, job: Job) -> JobHandle:
+        """Start the job's wrapper as the leader of a new process group."""
+        proc = subprocess.Popen(
+            wrapper_command(job, self.resources),
+            env=wrapper_environment(),
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        handle = JobHandle(job, str(proc.pid))
+        self._procs[handle.backend_id] = proc
+        return handle
+
+    def _poll(self, handle: JobHandle) -> bool:
+        """Update ``handle.returncode``; True once the job has finished."""
+        if handle.returncode is None:
+            code = self._procs[handle.backend_id].poll()
+            if code is not None:
+                handle.returncode = code if code >= 0 else 128 - code
+                del self._procs[handle.backend_id]
+                return True
+            return False
+        return True
+
+    def wait(self, handles: Sequence[JobHandle], timeout: float | None = None) -> list[JobHandle]:
+        """Poll (5 ms, backing off to 100 ms) until one of ``handles`` finishes."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        delay = 0.005
+        while True:
+            live = [h for h in handles if h.returncode is None]
+            done = [h for h in live if self._poll(h)]
+            if done or not live:
+                return done
+            if deadline is not None and time.monotonic() >= deadline:
+                return []
+            time.sleep(delay)
+            delay = min(delay * 2, 0.1)
+
+    def cancel(self, handles: Sequence[JobHandle]) -> None:
+        """SIGTERM each job's process group, then SIGKILL what is left after the grace time."""
+        live = [h for h in handles if h.returncode is None]
+        for handle in live:
+            _signal_group(int(handle.backend_id), signal.SIGTERM)
+        deadline = time.monotonic() + self.kill_grace
+        while any(not self._poll(h) for h in live) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        for handle in live:
+            _signal_group(int(handle.backend_id), signal.SIGKILL)
+            if handle.returncode is None:
+                self._procs[handle.backend_id].wait()
+                self._poll(handle)
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    """Send ``sig`` to the process group ``pgid`` if it still has members."""
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass

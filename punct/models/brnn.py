@@ -1,0 +1,396 @@
+"""The ``brnn`` family: punctuator2 (Tilk & Alumäe, Interspeech 2016).
+
+Architecture (stage 1, text): word embedding -> bidirectional GRU (context ``C``) ->
+unidirectional output GRU over ``C`` with attention
+``a_t = softmax(w · tanh(W_c C + W_h s_{t-1}))``, late fusion of the attended context
+``l_t = W_l (a_t C)``: ``f_t = sigmoid(W_ff l_t + W_fh s_t)``, ``h_t = l_t ⊙ f_t + s_t``,
+``y_t = softmax(W_y h_t)``. The fusion and output weights start at zero, as in
+punctuator2. Stage 2 (``model.pause: true`` + ``init_from``): the stage-1 model is
+loaded and frozen; a new GRU reads ``[h_t; pause_t]`` and a new output layer predicts.
+
+Slots. punctuator2 predicts the punctuation *between* two words with both visible.
+We do the same: a window over words ``s..e-1`` is fed as
+``[prev, w_s, ..., w_{e-1}, next]`` where ``prev``/``next`` are the neighbouring words
+(``<END>`` at an utterance edge). The output step for token ``t >= 1`` predicts slot
+``t``, the gap between tokens ``t-1`` and ``t``: the closing marks of token ``t-1`` plus
+the opening marks (OPEN_*) of token ``t``. One softmax runs over the *combinations* of
+marks seen in train slots (``O``, ``COMMA``, ``QUOTE|PERIOD``, ``PERIOD|OPEN_QUES``, ...),
+so the model stays single-softmax while keeping the multi-label inventory.
+``predict`` hands back, for each word position, the marginal probability of each mark
+(sum of the probabilities of the combinations containing it): opening marks from the
+slot before the word, closing marks from the slot after it; this is the word-table
+convention (OPEN_* attach to the following word, the others to the preceding one).
+The two edge tokens carry ``word_ids = -1``. Capitalisation is not modelled.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+from punct.infer.windows import window_spans
+from punct.labels import OPENING_LABELS, get_label_set
+from punct.models.base import Family, Featurizer, Prediction, PunctModel, Registry, Window, WordSeq
+
+PAD, UNK, END, NUM = "<PAD>", "<UNK>", "<END>", "<NUM>"
+SPECIALS = (PAD, UNK, END, NUM)
+IGNORE = -100
+FEATURIZER_FILE = "brnn_featurizer.json"
+
+Combo = tuple[int, ...]
+
+
+def is_numeric(word: str) -> bool:
+    """Digit-heavy token: at least half of its letters/digits are digits (``1990s``, ``3d``)."""
+    alnum = [ch for ch in word if ch.isalnum()]
+    digits = sum(ch.isdigit() for ch in alnum)
+    return digits > 0 and 2 * digits >= len(alnum)
+
+
+class BRNNFeaturizer(Featurizer):
+    """Vocabulary, slot label combinations and window cutting for the BRNN family."""
+
+    def __init__(self, labels: tuple[str, ...], min_count: int = 2, max_vocab: int = 100_000,
+                 max_pause: float = 5.0):
+        self.labels = tuple(labels)
+        self.opening = np.array([lab in OPENING_LABELS for lab in self.labels], dtype=bool)
+        self.min_count = int(min_count)
+        self.max_vocab = int(max_vocab)
+        self.max_pause = float(max_pause)
+        self.vocab: list[str] = list(SPECIALS)
+        self.index: dict[str, int] = {w: i for i, w in enumerate(self.vocab)}
+        self.combos: list[Combo] = [()]
+        self.combo_index: dict[Combo, int] = {(): 0}
+        self._nearest: dict[Combo, int] = {}
+
+    # -- configuration -------------------------------------------------------------
+    @classmethod
+    def from_config(cls, config: dict[str, Any]) -> BRNNFeaturizer:
+        opts = config.get("featurizer") or {}
+        known = {"min_count", "max_vocab", "max_pause"}
+        unknown = set(opts) - known
+        if unknown:
+            raise ValueError(f"unknown brnn featurizer options {sorted(unknown)}; known {known}")
+        labels = get_label_set(config.get("label_set", "full13")).labels
+        return cls(labels, opts.get("min_count", 2), opts.get("max_vocab", 100_000),
+                   opts.get("max_pause", 5.0))
+
+    # -- fitting -------------------------------------------------------------------
+    def normalise(self, word: str) -> str:
+        return NUM if is_numeric(word) else word
+
+    def token_id(self, word: str) -> int:
+        return self.index.get(self.normalise(word), self.index[UNK])
+
+    def slot_combos(self, seq: WordSeq) -> list[Combo]:
+        """Combination of each of the ``n + 1`` slots of a sequence (slot k precedes word k)."""
+        n = len(seq)
+        out: list[Combo] = []
+        for k in range(n + 1):
+            labels: set[int] = set()
+            if k > 0:
+                labels.update(int(j) for j in np.flatnonzero(seq.punct[k - 1] > 0.5)
+                              if not self.opening[j])
+            if k < n:
+                labels.update(int(j) for j in np.flatnonzero(seq.punct[k] > 0.5)
+                              if self.opening[j])
+            out.append(tuple(sorted(labels)))
+        return out
+
+    def fit(self, train: list[WordSeq]) -> None:
+        counts = Counter(self.normalise(w) for seq in train for w in seq.words)
+        kept = [w for w, c in counts.items() if c >= self.min_count and w not in SPECIALS]
+        kept.sort(key=lambda w: (-counts[w], w))
+        self.vocab = list(SPECIALS) + kept[: self.max_vocab]
+        self.index = {w: i for i, w in enumerate(self.vocab)}
+        combo_counts = Counter(c for seq in train for c in self.slot_combos(seq))
+        rest = sorted((c for c in combo_counts if c), key=lambda c: (-combo_counts[c], c))
+        self.combos = [(), *rest]
+        self.combo_index = {c: i for i, c in enumerate(self.combos)}
+        self._nearest = {}
+
+    def combo_id(self, combo: Combo) -> int:
+        """Index of a combination; an unseen one maps to the seen combination sharing most
+        marks (ties: fewest extra marks, then most frequent)."""
+        if combo in self.combo_index:
+            return self.combo_index[combo]
+        if combo not in self._nearest:
+            want = set(combo)
+            self._nearest[combo] = min(
+                range(len(self.combos)),
+                key=lambda i: (-len(want & set(self.combos[i])),
+                               len(set(self.combos[i]) - want), i),
+            )
+        return self._nearest[combo]
+
+    def combo_names(self) -> list[str]:
+        return ["|".join(self.labels[j] for j in c) or "O" for c in self.combos]
+
+    def membership(self) -> torch.Tensor:
+        """(K, P) matrix: 1 where combination k contains mark p."""
+        m = torch.zeros(len(self.combos), len(self.labels))
+        for k, combo in enumerate(self.combos):
+            for j in combo:
+                m[k, j] = 1.0
+        return m
+
+    # -- windows -------------------------------------------------------------------
+    def windows(self, seqs: list[WordSeq], window: int, stride: int) -> list[Window]:
+        out: list[Window] = []
+        end_id = self.index[END]
+        for seq in seqs:
+            n = len(seq)
+            ids = np.array([self.token_id(w) for w in seq.words], dtype=np.int64)
+            combos = np.array([self.combo_id(c) for c in self.slot_combos(seq)], dtype=np.int64)
+            pauses = np.nan_to_num(np.asarray(seq.pauses, dtype=np.float32), nan=0.0)
+            pauses = np.clip(pauses, 0.0, self.max_pause)
+            for s, e in window_spans(n, window, stride):
+                length = e - s
+                tok = np.empty(length + 2, dtype=np.int64)
+                tok[0] = ids[s - 1] if s > 0 else end_id
+                tok[1:-1] = ids[s:e]
+                tok[-1] = ids[e] if e < n else end_id
+                word_ids = np.full(length + 2, -1, dtype=np.int64)
+                word_ids[1:-1] = np.arange(seq.offset + s, seq.offset + e)
+                # slot t (t >= 1) lies between token t-1 (word s+t-2) and token t (word s+t-1)
+                target = np.full(length + 2, IGNORE, dtype=np.int64)
+                target[1:] = combos[s:e + 1]
+                pause = np.zeros(length + 2, dtype=np.float32)
+                first = max(s - 1, 0)
+                prev_pauses = pauses[first:e]  # pause after words s-1 .. e-1
+                pause[2 if s == 0 else 1:] = prev_pauses
+                out.append({"ids": tok, "word_ids": word_ids, "target": target, "pauses": pause})
+        return out
+
+    def collate(self, windows: list[Window]) -> dict[str, torch.Tensor]:
+        lengths = [len(w["ids"]) for w in windows]
+        t_max = max(lengths)
+        b = len(windows)
+        ids = torch.zeros(b, t_max, dtype=torch.long)
+        word_ids = torch.full((b, t_max), -1, dtype=torch.long)
+        target = torch.full((b, t_max), IGNORE, dtype=torch.long)
+        pauses = torch.zeros(b, t_max, dtype=torch.float32)
+        for i, w in enumerate(windows):
+            n = lengths[i]
+            ids[i, :n] = torch.from_numpy(w["ids"])
+            word_ids[i, :n] = torch.from_numpy(w["word_ids"])
+            target[i, :n] = torch.from_numpy(w["target"])
+            pauses[i, :n] = torch.from_numpy(w["pauses"])
+        return {"ids": ids, "word_ids": word_ids, "target": target, "pauses": pauses,
+                "lengths": torch.tensor(lengths, dtype=torch.long)}
+
+    # -- persistence ---------------------------------------------------------------
+    def save(self, directory: Path) -> None:
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        state = {"labels": list(self.labels), "min_count": self.min_count,
+                 "max_vocab": self.max_vocab, "max_pause": self.max_pause,
+                 "combos": [list(c) for c in self.combos], "combo_names": self.combo_names(),
+                 "vocab": self.vocab}
+        (directory / FEATURIZER_FILE).write_text(json.dumps(state, ensure_ascii=False, indent=0),
+                                                 encoding="utf-8")
+
+    @classmethod
+    def load(cls, directory: Path, config: dict[str, Any]) -> BRNNFeaturizer:
+        state = json.loads((Path(directory) / FEATURIZER_FILE).read_text(encoding="utf-8"))
+        feat = cls(tuple(state["labels"]), state["min_count"], state["max_vocab"],
+                   state["max_pause"])
+        expected = get_label_set(config.get("label_set", "full13")).labels
+        if tuple(state["labels"]) != tuple(expected):
+            raise ValueError(f"featurizer in {directory} was built for labels {state['labels']}, "
+                             f"config asks for {list(expected)}")
+        feat.vocab = list(state["vocab"])
+        feat.index = {w: i for i, w in enumerate(feat.vocab)}
+        feat.combos = [tuple(c) for c in state["combos"]]
+        feat.combo_index = {c: i for i, c in enumerate(feat.combos)}
+        return feat
+
+
+class BRNNText(PunctModel):
+    """Stage 1: BiGRU + attention + late fusion + output GRU over label combinations."""
+
+    def __init__(self, vocab_size: int, membership: torch.Tensor, opening: np.ndarray,
+                 hidden: int = 256, embedding: int | None = None):
+        super().__init__()
+        embedding = embedding or hidden
+        n_combos = membership.shape[0]
+        self.hidden = hidden
+        self.register_buffer("membership", membership.clone())
+        self.register_buffer("opening", torch.as_tensor(opening, dtype=torch.bool))
+        self.embed = nn.Embedding(vocab_size, embedding, padding_idx=0)
+        self.bigru = nn.GRU(embedding, hidden, batch_first=True, bidirectional=True)
+        ctx = 2 * hidden
+        self.att_c = nn.Linear(ctx, ctx)  # W_c C (+ bias)
+        self.att_h = nn.Linear(hidden, ctx, bias=False)  # W_h s_{t-1}
+        self.att_w = nn.Linear(ctx, 1, bias=False)  # w
+        self.out_gru = nn.GRUCell(ctx, hidden)
+        self.fuse_c = nn.Linear(ctx, hidden, bias=False)  # l_t = W_l (attended context)
+        self.fuse_f = nn.Linear(hidden, hidden, bias=False)  # W_ff
+        self.fuse_h = nn.Linear(hidden, hidden)  # W_fh (+ b_f)
+        self.out = nn.Linear(hidden, n_combos)  # W_y
+        for layer in (self.fuse_c, self.fuse_f, self.fuse_h, self.out):
+            nn.init.zeros_(layer.weight)
+            if layer.bias is not None:
+                nn.init.zeros_(layer.bias)
+
+    def context(self, ids: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        """Bidirectional GRU states (B, T, 2H); padding does not leak into real positions."""
+        packed = pack_padded_sequence(self.embed(ids), lengths.cpu(), batch_first=True,
+                                      enforce_sorted=False)
+        out, _ = self.bigru(packed)
+        ctx, _ = pad_packed_sequence(out, batch_first=True, total_length=ids.shape[1])
+        return ctx
+
+    def fused_states(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        """Late-fused output states ``h_t`` for slots 1..T-1: (B, T-1, H)."""
+        ids, lengths = batch["ids"], batch["lengths"]
+        ctx = self.context(ids, lengths)
+        b, t_len, _ = ctx.shape
+        valid = torch.arange(t_len, device=ids.device)[None, :] < lengths[:, None]
+        projected = self.att_c(ctx)
+        state = ctx.new_zeros(b, self.hidden)
+        fused = []
+        for t in range(1, t_len):
+            scores = self.att_w(torch.tanh(projected + self.att_h(state)[:, None, :])).squeeze(-1)
+            scores = scores.masked_fill(~valid, float("-inf"))
+            alpha = torch.softmax(scores, dim=1)
+            attended = torch.bmm(alpha[:, None, :], ctx).squeeze(1)
+            state = self.out_gru(ctx[:, t], state)
+            late = self.fuse_c(attended)
+            gate = torch.sigmoid(self.fuse_f(late) + self.fuse_h(state))
+            fused.append(late * gate + state)
+        if not fused:
+            return ctx.new_zeros(b, 0, self.hidden)
+        return torch.stack(fused, dim=1)
+
+    def slot_logits(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        """Logits over label combinations for slots 1..T-1: (B, T-1, K)."""
+        return self.out(self.fused_states(batch))
+
+    def loss(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        logits = self.slot_logits(batch)
+        target = batch["target"][:, 1:]
+        return nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]),
+                                           target.reshape(-1), ignore_index=IGNORE)
+
+    def predict(self, batch: dict[str, torch.Tensor]) -> Prediction:
+        probs = torch.softmax(self.slot_logits(batch).float(), dim=-1)
+        return Prediction(marginals_to_words(probs, self.membership, self.opening,
+                                             batch["lengths"]),
+                          None, {"slot_probs": probs})
+
+
+def marginals_to_words(slot_probs: torch.Tensor, membership: torch.Tensor,
+                       opening: torch.Tensor, lengths: torch.Tensor | None = None
+                       ) -> torch.Tensor:
+    """Per-token mark probabilities (B, T, P) from slot combination probabilities.
+
+    ``slot_probs[:, k]`` is slot ``k + 1`` (between tokens k and k+1). Token j
+    (1 <= j <= T-2) takes opening marks from slot j and closing marks from slot j+1;
+    the edge tokens 0 and ``length - 1`` (and padding) get zeros.
+    """
+    marg = slot_probs @ membership.to(slot_probs.dtype)  # (B, T-1, P)
+    b, n_slots, p = marg.shape
+    out = marg.new_zeros(b, n_slots + 1, p)
+    if n_slots >= 2:
+        before = marg[:, :-1]
+        after = marg[:, 1:]
+        out[:, 1:-1] = torch.where(opening[None, None, :], before, after)
+    if lengths is not None:
+        pos = torch.arange(n_slots + 1, device=out.device)[None, :]
+        out = out * (pos < lengths.to(out.device)[:, None] - 1).unsqueeze(-1).to(out.dtype)
+    return out
+
+
+class BRNNPause(PunctModel):
+    """Stage 2: frozen stage-1 model, a new GRU over [fused state; pause], a new output."""
+
+    def __init__(self, stage1: BRNNText, hidden: int = 256):
+        super().__init__()
+        self.stage1 = stage1
+        for param in self.stage1.parameters():
+            param.requires_grad_(False)
+        self.gru = nn.GRU(stage1.hidden + 1, hidden, batch_first=True)
+        self.out = nn.Linear(hidden, stage1.membership.shape[0])
+        nn.init.zeros_(self.out.weight)
+        nn.init.zeros_(self.out.bias)
+
+    def train(self, mode: bool = True) -> BRNNPause:
+        super().train(mode)
+        self.stage1.eval()  # frozen: always in inference mode
+        return self
+
+    def load_init(self, state: dict[str, torch.Tensor]) -> None:
+        """Load the stage-1 weights (a stage-1 ``best.pt`` state dict) and keep them frozen."""
+        self.stage1.load_state_dict(state)
+        for param in self.stage1.parameters():
+            param.requires_grad_(False)
+
+    def slot_logits(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        with torch.no_grad():
+            fused = self.stage1.fused_states(batch)
+        pause = batch["pauses"][:, 1:, None].to(fused.dtype)
+        states, _ = self.gru(torch.cat([fused, pause], dim=-1))
+        return self.out(states)
+
+    def loss(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        logits = self.slot_logits(batch)
+        target = batch["target"][:, 1:]
+        return nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]),
+                                           target.reshape(-1), ignore_index=IGNORE)
+
+    def predict(self, batch: dict[str, torch.Tensor]) -> Prediction:
+        probs = torch.softmax(self.slot_logits(batch).float(), dim=-1)
+        return Prediction(marginals_to_words(probs, self.stage1.membership,
+                                             self.stage1.opening, batch["lengths"]),
+                          None, {"slot_probs": probs})
+
+
+def _stage1(model_cfg: dict[str, Any], featurizer: BRNNFeaturizer) -> BRNNText:
+    return BRNNText(len(featurizer.vocab), featurizer.membership(), featurizer.opening,
+                    int(model_cfg.get("hidden", 256)), model_cfg.get("embedding"))
+
+
+def make_model(config: dict[str, Any], featurizer: Featurizer) -> PunctModel:
+    """Stage 1, or stage 2 when ``model.pause`` is true (needs ``init_config`` from the
+    trainer: the resolved config of the stage-1 experiment named by ``init_from``)."""
+    if not isinstance(featurizer, BRNNFeaturizer):
+        raise TypeError("the brnn family needs a BRNNFeaturizer")
+    model_cfg = config.get("model") or {}
+    known = {"hidden", "embedding", "pause", "pause_hidden"}
+    unknown = set(model_cfg) - known
+    if unknown:
+        raise ValueError(f"unknown brnn model options {sorted(unknown)}; known {sorted(known)}")
+    if not model_cfg.get("pause"):
+        return _stage1(model_cfg, featurizer)
+    init_cfg = config.get("init_config")
+    if not init_cfg:
+        raise ValueError("brnn with model.pause: true needs init_from: <stage-1 exp dir>")
+    stage1 = _stage1(init_cfg.get("model") or {}, featurizer)
+    return BRNNPause(stage1, int(model_cfg.get("pause_hidden", model_cfg.get("hidden", 256))))
+
+
+def count_parameters(model: nn.Module, trainable_only: bool = False) -> int:
+    return sum(p.numel() for p in model.parameters() if p.requires_grad or not trainable_only)
+
+
+def perplexity(loss: float) -> float:
+    """punctuator2's validation perplexity from a mean cross-entropy."""
+    return math.exp(min(loss, 50.0))
+
+
+FAMILY = Family(
+    name="brnn",
+    make_featurizer=BRNNFeaturizer.from_config,
+    make_model=make_model,
+    load_featurizer=lambda directory, config: BRNNFeaturizer.load(directory, config),
+)
+Registry.register(FAMILY)

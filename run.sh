@@ -1,0 +1,170 @@
+#!/usr/bin/env bash
+# The stage driver of punct recipes (stages 0-6). Run from the repository root with
+# no --corpus it runs the embedded mini recipe (egs/mini/punct1); the per-corpus
+# egs/<corpus>/punct1/run.sh call it with their sets and configs.
+#
+#   ./run.sh                                  # egs/mini: set up if needed, stages 0-6
+#   ./run.sh --stage 2 --stop-stage 3         # a range of stages
+#   ./run.sh --stage 4 --force true           # rerun stages even if done
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+
+if [ -z "${PUNCT_RECIPE_DIR:-}" ]; then
+  # Called from the top: hand over to the corpus' recipe directory.
+  corpus=mini
+  for ((i = 1; i <= $#; i++)); do
+    if [ "${!i}" = "--corpus" ]; then j=$((i + 1)); corpus=${!j}; fi
+    case "${!i}" in --corpus=*) corpus=${!i#--corpus=} ;; esac
+  done
+  if [ ! -x "$root/egs/$corpus/punct1/run.sh" ]; then
+    echo "run.sh: no recipe egs/$corpus/punct1 (known: $(find "$root/egs" -mindepth 1 -maxdepth 1 -printf '%f '))" >&2
+    exit 1
+  fi
+  "$root/setup.sh"
+  cd "$root/egs/$corpus/punct1"
+  args=()
+  skip=false
+  for a in "$@"; do
+    if $skip; then skip=false; continue; fi
+    case "$a" in --corpus) skip=true ;; --corpus=*) ;; *) args+=("$a") ;; esac
+  done
+  exec ./run.sh "${args[@]+"${args[@]}"}"
+fi
+
+# ---- options (each is --name value; --help lists them with their defaults) ----
+corpus=mini                 # corpus name: local/<corpus>/ holds its download/prepare scripts
+stage=0                     # first stage to run
+stop_stage=6                # last stage to run
+force=false                 # rerun stages that are already done
+nj=2                        # parallel jobs for synthesis, alignment, decoding
+num_threads=2               # CPU threads per training/decoding job
+train_set=train             # training set (data/<set>)
+dev_set=dev                 # validation set: model selection and early stopping
+test_sets="test"            # test sets to decode and score
+aligner=vad                 # aligner for pauses (stage 2): vad | reference | ctm | textgrid
+reference_aligner=reference # alignment reference for the boundary-error report ("" for none)
+baseline_systems="brnn_text brnn_pause"           # stage 4 configs (conf/model/<name>.yaml)
+transformer_systems="autopunct_text autopunct_dg" # stage 5 configs
+model_conf_dir=conf/model   # where <system>.yaml are looked up (recipe dir, then repo root)
+help_message="Usage: run.sh [options]  (stages: 0 data, 1 prepare, 2 align, 3 dump,
+4 baselines, 5 transformers, 6 decode+score+report)"
+
+# shellcheck source=path.sh
+. "$root/path.sh"
+# shellcheck source=conf/cmd.sh
+. "$root/conf/cmd.sh"
+[ -f conf/cmd.sh ] && . conf/cmd.sh
+. "$root/utils/parse_options.sh"
+[ $# -eq 0 ] || { echo "run.sh: unexpected arguments: $*" >&2; exit 1; }
+
+log() { echo "$(date '+%Y-%m-%d %H:%M:%S') ($(basename "$0"):${BASH_LINENO[0]}) $*"; }
+mkdir -p .stages exp log
+# stage_begin N NAME: true when stage N is in range and not done (or forced).
+stage_begin() {
+  [ "$stage" -le "$1" ] && [ "$stop_stage" -ge "$1" ] || return 1
+  if [ -f ".stages/$1.done" ] && ! $force; then
+    log "Stage $1 ($2): already done (.stages/$1.done; --force true to rerun)"
+    return 1
+  fi
+  log "Stage $1: $2"
+  stage_start=$(date +%s)
+}
+stage_end() {
+  local secs=$(( $(date +%s) - stage_start ))
+  printf '{"stage": %d, "name": "%s", "seconds": %d}\n' "$1" "$2" "$secs" > ".stages/$1.done"
+  log "Stage $1 ($2) done in ${secs} s"
+}
+conf_for() {
+  local f
+  for f in "$model_conf_dir/$1.yaml" "$root/$model_conf_dir/$1.yaml"; do
+    [ -f "$f" ] && { echo "$f"; return 0; }
+  done
+  echo "run.sh: no config $1.yaml in $model_conf_dir or $root/$model_conf_dir" >&2
+  return 1
+}
+all_sets() { echo "$train_set $dev_set $test_sets"; }
+train_systems() {
+  local sys
+  for sys in "$@"; do
+    if [ -f "exp/$sys/.done" ] && ! $force; then log "  $sys: trained already"; continue; fi
+    # shellcheck disable=SC2154
+    $train_cmd --num-threads "$num_threads" "exp/$sys/train.log" \
+      python -m punct.bin.train --config "$(conf_for "$sys")" \
+        --train-dir "data/$train_set" --dev-dir "data/$dev_set" --exp-dir "exp/$sys" \
+        --num-threads "$num_threads"
+    touch "exp/$sys/.done"
+    log "  $sys: $(tail -n 4 "exp/$sys/train.log" | grep -m1 -i 'best' || echo trained)"
+  done
+}
+
+if stage_begin 0 "data: download or synthesise the $corpus corpus"; then
+  nj=$nj cpu_cmd=$cpu_cmd "$root/local/$corpus/download.sh" downloads
+  stage_end 0 data
+fi
+
+if stage_begin 1 "prepare: Kaldi data dirs and word tables"; then
+  "$root/local/$corpus/prepare.sh" downloads data
+  stage_end 1 prepare
+fi
+
+if stage_begin 2 "align: word timings and pauses ($aligner)"; then
+  for set in $(all_sets); do
+    [ -f "data/$set/wav.scp" ] || { log "  $set: no audio, skipped"; continue; }
+    out=data/$set/align/$aligner
+    # shellcheck disable=SC2154
+    $cpu_cmd JOB=1:"$nj" "log/align_$set.JOB.log" \
+      python -m punct.bin.align --data-dir "data/$set" --aligner "$aligner" \
+        --reference-dir downloads/"$corpus"/ref --out-dir "$out" --job JOB --num-jobs "$nj"
+    ref_opt=()
+    [ -n "$reference_aligner" ] && [ -d "downloads/$corpus/ref" ] && \
+      ref_opt=(--reference-dir "downloads/$corpus/ref")
+    python -m punct.bin.align --data-dir "data/$set" --aligner "$aligner" --out-dir "$out" \
+      --merge --num-jobs "$nj" "${ref_opt[@]+"${ref_opt[@]}"}"
+  done
+  stage_end 2 align
+fi
+
+if stage_begin 3 "dump: label statistics and normalisation from $train_set"; then
+  dump_args=()
+  for set in $(all_sets); do dump_args+=(--data-dir "data/$set"); done
+  python -m punct.bin.dump "${dump_args[@]}" --train-set "$train_set" --out-dir dump
+  stage_end 3 dump
+fi
+
+if stage_begin 4 "baselines: $baseline_systems"; then
+  # shellcheck disable=SC2086
+  train_systems $baseline_systems
+  stage_end 4 baselines
+fi
+
+if stage_begin 5 "transformer systems: $transformer_systems"; then
+  # shellcheck disable=SC2086
+  train_systems $transformer_systems
+  stage_end 5 transformers
+fi
+
+if stage_begin 6 "decode, score and report"; then
+  for sys in $baseline_systems $transformer_systems; do
+    for set in $test_sets; do
+      out=exp/$sys/decode_$set
+      # shellcheck disable=SC2154
+      $decode_cmd --num-threads "$num_threads" "$out/decode.log" \
+        python -m punct.bin.decode --exp-dir "exp/$sys" --data-dir "data/$set" --out-dir "$out" \
+          --num-threads "$num_threads"
+      python -m punct.bin.score --ref "data/$set/words.tsv" --hyp "$out/words.tsv" \
+        --utt2lang "data/$set/utt2lang" --decode-info "$out/decode.json" \
+        --system "$sys" --test-set "$set" --out "$out/scores.json"
+    done
+  done
+  python -m punct.bin.stage_times --stages-dir .stages --out exp/stage_times.json
+  extra=(--extra-json "run_time=exp/stage_times.json")
+  for set in $test_sets; do
+    f=data/$set/align/$aligner/eval.json
+    [ -f "$f" ] && extra+=(--extra-json "aligner_${aligner}_$set=$f")
+  done
+  python -m punct.bin.report --scores 'exp/*/decode_*/scores.json' --out-dir results \
+    --results-md RESULTS.md --title "Results: $corpus" "${extra[@]}"
+  stage_end 6 report
+  log "Results: $PWD/RESULTS.md, tables and plots in $PWD/results/"
+fi

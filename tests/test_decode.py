@@ -1,0 +1,269 @@
+"""The shared decoder: window cutting, aggregation, decisions, hypothesis tables, CLI."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+
+from punct.bin import decode as decode_cli
+from punct.data.sequences import load_data_dir, table_to_seqs
+from punct.infer.aggregate import Aggregator
+from punct.infer.decode import (
+    decide,
+    hypothesis_rows,
+    ordered_marks,
+    predict_words,
+    rule_caps,
+)
+from punct.infer.windows import batched, coverage, window_spans
+from punct.labels import get_label_set
+from punct.models.base import Featurizer, Prediction, PunctModel, Window, WordSeq
+from punct.train.config import resolve_config
+from punct.train.trainer import train_experiment
+from punct.wordtable import WordRow, read_word_table, write_word_table
+
+IWSLT = get_label_set("iwslt4")
+
+
+def test_window_spans_small_case() -> None:
+    assert window_spans(10, 4, 2) == [(0, 4), (2, 6), (4, 8), (6, 10)]
+    assert window_spans(9, 4, 2) == [(0, 4), (2, 6), (4, 8), (6, 9)]
+    assert window_spans(3, 4, 2) == [(0, 3)]
+    assert window_spans(0, 4, 2) == []
+    assert coverage(10, 4, 2) == [1, 1, 2, 2, 2, 2, 2, 2, 1, 1]
+    with pytest.raises(ValueError):
+        window_spans(5, 2, 3)
+
+
+@pytest.mark.parametrize(("n", "window", "stride"),
+                         [(50, 8, 2), (51, 8, 4), (64, 16, 16), (100, 12, 3), (37, 6, 1)])
+def test_every_word_predicted_window_over_stride_times(n: int, window: int, stride: int) -> None:
+    counts = coverage(n, window, stride)
+    per_token = window // stride
+    assert min(counts) >= 1 and max(counts) == per_token
+    # away from the edges exactly window/stride predictions
+    assert all(c == per_token for c in counts[window - stride: n - window])
+    spans = window_spans(n, window, stride)
+    assert all(e - s == window for s, e in spans[:-1]) and spans[-1][1] == n
+
+
+def test_batched() -> None:
+    assert list(batched([1, 2, 3, 4, 5], 2)) == [[1, 2], [3, 4], [5]]
+
+
+def test_mean_aggregation_hand_checked() -> None:
+    agg = Aggregator(n_words=3, n_punct=2, with_cap=True, mode="mean")
+    ids = np.array([[0, 1, -1], [1, 2, 2]])
+    punct = np.array([[[0.2, 0.9], [0.4, 0.1], [9.0, 9.0]],
+                      [[0.8, 0.3], [0.6, 0.0], [0.2, 0.4]]])
+    cap = np.array([[[1, 0, 0], [0.5, 0.5, 0], [0, 0, 1]],
+                    [[0, 1, 0], [0.2, 0.8, 0], [0.4, 0.6, 0]]], dtype=float)
+    agg.add(ids, punct, cap)
+    p, c, counts = agg.result()
+    assert counts.tolist() == [1, 2, 2]
+    np.testing.assert_allclose(p, [[0.2, 0.9], [0.6, 0.2], [0.4, 0.2]])
+    np.testing.assert_allclose(c, [[1, 0, 0], [0.25, 0.75, 0], [0.3, 0.7, 0]])
+
+
+def test_sum_aggregation_hand_checked() -> None:
+    agg = Aggregator(n_words=2, n_punct=1, with_cap=False, mode="sum")
+    ids = np.array([[0, 1], [1, -1]])
+    logits = np.array([[[2.0], [-1.0]], [[3.0], [50.0]]])
+    probs = 1 / (1 + np.exp(-logits))
+    agg.add(ids, probs, punct_logits=logits)
+    p, c, counts = agg.result()
+    assert c is None and counts.tolist() == [1, 2]
+    np.testing.assert_allclose(p[:, 0], 1 / (1 + np.exp(-np.array([2.0, 2.0]))))
+    # without raw activations, logit(p) is summed: same numbers
+    agg2 = Aggregator(2, 1, False, "sum")
+    agg2.add(ids, probs)
+    np.testing.assert_allclose(agg2.result()[0], p, rtol=1e-6)
+    # sum and mean can disagree: 0.9 + 0.2 + 0.2 -> mean 0.433 (no), logit sum +0.03 (yes)
+    ids3 = np.array([[0, 0, 0]])
+    pr = np.array([[[0.9], [0.2], [0.2]]])
+    m, s = Aggregator(1, 1, False, "mean"), Aggregator(1, 1, False, "sum")
+    m.add(ids3, pr)
+    s.add(ids3, pr)
+    assert m.result()[0][0, 0] == pytest.approx(1.3 / 3)
+    assert s.result()[0][0, 0] == pytest.approx(1 / (1 + np.exp(-(np.log(9) - 2 * np.log(4)))))
+
+
+def test_unpredicted_word_is_an_error() -> None:
+    agg = Aggregator(3, 1, False)
+    agg.add(np.array([[0, 2]]), np.zeros((1, 2, 1)))
+    with pytest.raises(ValueError, match="never predicted"):
+        agg.result()
+
+
+class PositionFeaturizer(Featurizer):
+    """Word-level windows; feature = position inside the window (for a fake model)."""
+
+    def fit(self, train: list[WordSeq]) -> None:
+        pass
+
+    def windows(self, seqs: list[WordSeq], window: int, stride: int) -> list[Window]:
+        out = []
+        for s in seqs:
+            for a, b in window_spans(len(s), window, stride):
+                out.append({"word_ids": np.arange(s.offset + a, s.offset + b),
+                            "pos": np.arange(b - a, dtype=np.float32)})
+        return out
+
+    def collate(self, windows: list[Window]) -> dict[str, torch.Tensor]:
+        t = max(len(w["word_ids"]) for w in windows)
+        ids = torch.full((len(windows), t), -1, dtype=torch.long)
+        pos = torch.zeros(len(windows), t)
+        for i, w in enumerate(windows):
+            ids[i, :len(w["word_ids"])] = torch.from_numpy(w["word_ids"])
+            pos[i, :len(w["pos"])] = torch.from_numpy(w["pos"])
+        return {"word_ids": ids, "pos": pos}
+
+    def save(self, directory: Path) -> None:
+        pass
+
+    @classmethod
+    def load(cls, directory: Path, config: dict[str, Any]) -> Featurizer:
+        return cls()
+
+
+class PositionModel(PunctModel):
+    """P(COMMA) = 0.1 * position in window; cap: FIRST_CAP for position 0, else O."""
+
+    def loss(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        return torch.zeros(())
+
+    def predict(self, batch: dict[str, torch.Tensor]) -> Prediction:
+        pos = batch["pos"]
+        punct = torch.zeros(*pos.shape, 3)
+        punct[..., 0] = 0.1 * pos
+        cap = torch.zeros(*pos.shape, 3)
+        cap[..., 0] = (pos > 0).float()
+        cap[..., 1] = (pos == 0).float()
+        return Prediction(punct, cap)
+
+
+def test_predict_words_end_to_end_mean() -> None:
+    seqs = [WordSeq("a", ["w"] * 6, np.full(6, np.nan), np.zeros((6, 3)), np.zeros(6, int), 0),
+            WordSeq("b", ["w"] * 3, np.full(3, np.nan), np.zeros((3, 3)), np.zeros(3, int), 6)]
+    pred = predict_words(PositionModel(), PositionFeaturizer(), seqs, window=4, stride=2,
+                         batch_size=2)
+    # utterance a: windows [0,4) [2,6): positions of word k: 0 ->(0) 1 ->(1) 2 ->(2,0)
+    # 3 ->(3,1) 4 ->(2) 5 ->(3); utterance b: one window [0,3)
+    assert pred.counts.tolist() == [1, 1, 2, 2, 1, 1, 1, 1, 1]
+    np.testing.assert_allclose(pred.punct[:, 0], [0, 0.1, 0.1, 0.2, 0.2, 0.3, 0, 0.1, 0.2],
+                               atol=1e-6)
+    marks, caps = decide(pred, seqs, IWSLT.labels, threshold=0.15)
+    assert marks[:, 0].tolist() == [False, False, False, True, True, True, False, False, True]
+    # word 2 is FIRST_CAP in one window, O in the other: mean 0.5/0.5 -> argmax picks O
+    assert caps.tolist() == [1, 0, 0, 0, 0, 0, 1, 0, 0]
+
+
+def test_rule_caps_and_mark_order() -> None:
+    seqs = [WordSeq("a", ["x"] * 4, np.zeros(4), np.zeros((4, 3)), np.zeros(4, int), 0),
+            WordSeq("b", ["x"] * 2, np.zeros(2), np.zeros((2, 3)), np.zeros(2, int), 4)]
+    marks = np.zeros((6, 3), dtype=bool)
+    marks[1, IWSLT.index("PERIOD")] = True
+    marks[2, IWSLT.index("COMMA")] = True
+    marks[3, IWSLT.index("QUESTION")] = True  # end of utterance a
+    assert rule_caps(marks, seqs, IWSLT.labels).tolist() == [1, 0, 1, 0, 1, 0]
+    full = get_label_set("full13").labels
+    flags = np.array([lab in ("PERIOD", "OPEN_QUOTE", "QUOTE") for lab in full])
+    assert ordered_marks(flags, full) == ("OPEN_QUOTE", "PERIOD", "QUOTE")
+
+
+def test_hypothesis_rows_copy_timings_and_apply_cap() -> None:
+    utts = {"u1": [WordRow("u1", 0, "hello", "Hello", ("COMMA",), "FIRST_CAP", 0.0, 0.5, 0.1),
+                   WordRow("u1", 1, "nasa", "NASA", ("PERIOD",), "ALL_CAPS", 0.6, 0.9, None)]}
+    seqs = table_to_seqs(utts, IWSLT)
+    marks = np.array([[False, True, False], [False, False, True]])
+    caps = np.array([2, 1])
+    hyp = hypothesis_rows(utts, seqs, marks, caps, IWSLT.labels)["u1"]
+    assert hyp[0] == WordRow("u1", 0, "hello", "HELLO", ("PERIOD",), "ALL_CAPS", 0.0, 0.5, 0.1)
+    assert hyp[1] == WordRow("u1", 1, "nasa", "Nasa", ("QUESTION",), "FIRST_CAP", 0.6, 0.9, None)
+
+
+def _write_set(path: Path, n: int, seed: int) -> None:
+    rng = random.Random(seed)
+    utts = {}
+    for u in range(n):
+        words = [rng.choice(["a", "b", "c", "yes", "stop"]) for _ in range(rng.randint(3, 9))]
+        rows = []
+        for i, w in enumerate(words):
+            marks = ("COMMA",) if w == "yes" else ("PERIOD",) if w == "stop" else ()
+            if i == len(words) - 1 and not marks:
+                marks = ("PERIOD",)
+            rows.append(WordRow(f"u{u:03d}", i, w, w.upper() if i == 0 else w, marks,
+                                "ALL_CAPS" if i == 0 and len(w) > 1 else
+                                "FIRST_CAP" if i == 0 else "O", None, None, None))
+        utts[f"u{u:03d}"] = rows
+    path.mkdir(parents=True, exist_ok=True)
+    write_word_table(path / "words.tsv", utts)
+
+
+@pytest.fixture(scope="module")
+def tiny_exp(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    root = tmp_path_factory.mktemp("dec")
+    _write_set(root / "train", 40, 1)
+    _write_set(root / "test", 12, 2)
+    config = resolve_config({
+        "family": "brnn", "label_set": "iwslt4", "featurizer": {"min_count": 1},
+        "model": {"hidden": 8},
+        "train": {"epochs": 1, "batch_size": 8, "window": 6, "stride": 6,
+                  "optimizer": {"name": "adam", "lr": 0.01}},
+        "decode": {"window": 4, "stride": 2, "batch_size": 5},
+    })
+    train_experiment(config, root / "train", root / "test", root / "exp", quiet=True)
+    return root / "exp", root / "test"
+
+
+def test_decode_cli_writes_hypothesis_and_record(tiny_exp: tuple[Path, Path], tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    exp, data = tiny_exp
+    out = tmp_path / "dec"
+    rc = decode_cli.main(["--exp-dir", str(exp), "--data-dir", str(data), "--out-dir", str(out),
+                          "--num-threads", "1", "--quiet", "--aggregate", "sum"])
+    assert rc == 0
+    assert "words/s" in capsys.readouterr().out
+    ref = read_word_table(data / "words.tsv")
+    hyp = read_word_table(out / "words.tsv")
+    assert list(hyp) == list(ref)
+    for utt, rows in ref.items():
+        assert [r.word for r in hyp[utt]] == [r.word for r in rows]
+        assert hyp[utt][0].cap == "FIRST_CAP"  # rule: utterance start
+        assert all(set(h.punct) <= set(IWSLT.labels) for h in hyp[utt])
+    info = json.loads((out / "decode.json").read_text())
+    n_words = sum(len(r) for r in ref.values())
+    assert info["words"] == n_words and info["utterances"] == len(ref)
+    assert info["cap_modelled"] is False and info["device"] == "cpu"
+    assert info["window"] == 4 and info["stride"] == 2 and info["batch_size"] == 5
+    assert info["aggregate"] == "sum" and info["threads"] == 1 and info["words_per_s"] > 0
+    assert 1.0 < info["predictions_per_word"] <= 2.0
+    probs = np.load(out / "probs.npz")
+    assert probs["punct"].shape == (n_words, 3) and "cap" not in probs
+    assert len((out / "text").read_text().splitlines()) == len(ref)
+
+
+def test_decode_matches_python_api(tiny_exp: tuple[Path, Path], tmp_path: Path) -> None:
+    from punct.infer.decode import load_experiment
+
+    exp_dir, data = tiny_exp
+    exp = load_experiment(exp_dir)
+    _, seqs = load_data_dir(data, IWSLT)
+    a = predict_words(exp.model, exp.featurizer, seqs, 4, 2, batch_size=3)
+    b = predict_words(exp.model, exp.featurizer, seqs, 4, 2, batch_size=64)
+    np.testing.assert_allclose(a.punct, b.punct, atol=1e-5)  # batching does not matter
+    c = predict_words(exp.model, exp.featurizer, seqs, 4, 2, batch_size=8, bf16=True)
+    np.testing.assert_allclose(a.punct, c.punct, atol=0.05)
+
+
+def test_decode_cli_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rc = decode_cli.main(["--exp-dir", str(tmp_path / "nope"), "--data-dir", str(tmp_path),
+                          "--out-dir", str(tmp_path / "o")])
+    assert rc == 2
+    assert "config.yaml" in capsys.readouterr().err
