@@ -9,20 +9,21 @@
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+readonly root
 
 if [ -z "${PUNCT_RECIPE_DIR:-}" ]; then
   # Called from the top: hand over to the corpus' recipe directory.
-  corpus=mini
+  recipe=mini
   for ((i = 1; i <= $#; i++)); do
-    if [ "${!i}" = "--corpus" ]; then j=$((i + 1)); corpus=${!j}; fi
-    case "${!i}" in --corpus=*) corpus=${!i#--corpus=} ;; esac
+    if [ "${!i}" = "--corpus" ]; then j=$((i + 1)); recipe=${!j}; fi
+    case "${!i}" in --corpus=*) recipe=${!i#--corpus=} ;; esac
   done
-  if [ ! -x "$root/egs/$corpus/punct1/run.sh" ]; then
-    echo "run.sh: no recipe egs/$corpus/punct1 (known: $(find "$root/egs" -mindepth 1 -maxdepth 1 -printf '%f '))" >&2
+  if [ ! -x "$root/egs/$recipe/punct1/run.sh" ]; then
+    echo "run.sh: no recipe egs/$recipe/punct1 (known: $(find "$root/egs" -mindepth 1 -maxdepth 1 -printf '%f '))" >&2
     exit 1
   fi
   "$root/setup.sh"
-  cd "$root/egs/$corpus/punct1"
+  cd "$root/egs/$recipe/punct1"
   args=()
   skip=false
   for a in "$@"; do

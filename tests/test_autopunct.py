@@ -38,6 +38,15 @@ FIRST_CAP = CAP_LABELS.index("FIRST_CAP")
 VOCAB = ("the", "a", "and", "of", "to", "is", "it", "what", "yes", "no", "so", "we", "go")
 
 
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    """Tiny models run much faster on one thread (no OpenMP contention on a busy CI box)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 @pytest.fixture(scope="module")
 def tiny_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_tiny_bert(tmp_path_factory.mktemp("tinybert"), words=VOCAB, hidden=32)
@@ -169,7 +178,7 @@ def test_windows_word_aligned_and_cover_all_words(tiny_dir: Path) -> None:
 
 
 def test_windows_long_word_and_bad_input(tiny_dir: Path) -> None:
-    feat = make_featurizer(config(tiny_dir, ) | {"featurizer": {
+    feat = make_featurizer(config(tiny_dir) | {"featurizer": {
         "encoder": str(tiny_dir), "max_pieces_per_word": 100}})
     wins = feat.windows([seq(["abcdefghijkl", "the"])], window=6, stride=6)
     assert [w["word_ids"].tolist() for w in wins] == [[-1, 0, -1, -1, -1, -1], [-1, 1, -1]]
@@ -355,18 +364,20 @@ def test_training_steps_reduce_loss(tiny_dir: Path) -> None:
     opt = torch.optim.AdamW(model.parameters(), lr=3e-3)
     with torch.no_grad():
         start = model.loss(batch).item()
-    for _ in range(40):
+    for _ in range(120):
         opt.zero_grad()
         loss = model.loss(batch)
         loss.backward()
         opt.step()
     model.eval()
     end = model.loss(batch).item()
-    assert end < 0.5 * start
+    assert end < 0.1 * start
     pred = model.predict(batch)
     word = batch["word_ids"] >= 0
     period_hit = (pred.punct[..., PERIOD] > 0.5) == (batch["punct"][..., PERIOD] > 0.5)
-    assert period_hit[word].float().mean() > 0.95
+    assert period_hit[word].float().mean() > 0.97  # all-O scores 91 %
+    cap_hit = pred.cap.argmax(-1) == batch["cap"]
+    assert cap_hit[word].float().mean() > 0.97  # needs the previous word's PERIOD
 
 
 def test_decode_elsewhere_without_pretrained_encoder(tiny_dir: Path, tmp_path: Path) -> None:
@@ -455,14 +466,14 @@ def test_real_minilm_first_subtoken_and_shapes() -> None:
         "model": {"encoder_train_layers": 0, "silence": {"kind": "discrete"}},
     }
     feat = make_featurizer(cfg)
-    words = "unbelievable results were reported yesterday".split()
+    words = "punctuator results were reported yesterday".split()
     pieces = feat.word_pieces(words)
     assert len(pieces[0]) > 1 and len(pieces[1]) == 1
     n_labels = len(get_label_set("iwslt4").labels)
     s = WordSeq("x", words, np.full(5, 0.1, np.float32), np.zeros((5, n_labels), np.float32),
                 np.zeros(5, np.int64))
     batch = feat.collate(feat.windows([s], 64, 32))
-    assert batch["word_ids"][0, 1] == 0 and batch["word_ids"][0, 2] == -1  # "un" "##bel..."
+    assert batch["word_ids"][0, 1] == 0 and batch["word_ids"][0, 2] == -1  # "pun" "##ct"
     model = make_model(cfg, feat).eval()
     assert model.encoder.config.hidden_size == 384
     pred = model.predict(batch)

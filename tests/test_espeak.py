@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +24,7 @@ from punct.synth.mini import (
     UttPlan,
     ctm_lines,
     espeak_text,
+    pause_intervals,
     synthesize_utterance,
     word_timings,
 )
@@ -37,8 +42,9 @@ PAUSE_MARKS = {"COMMA", "PERIOD", "QUESTION", "EXCLAMATION", "SEMICOLON", "COLON
 
 def plan_for(lang: str, text: str, k: int = 0) -> UttPlan:
     s = VOICE_SETTINGS[lang][k]
-    return UttPlan(f"{lang}{k + 1}-t", f"{lang}{k + 1}", lang, "test", "t", s.voice, s.rate,
-                   s.pitch, text)
+    return UttPlan(
+        f"{lang}{k + 1}-t", f"{lang}{k + 1}", lang, "test", "t", s.voice, s.rate, s.pitch, text
+    )
 
 
 def rms(x: np.ndarray) -> float:
@@ -66,11 +72,11 @@ def test_synthesis_and_reference_timings(lang: str, k: int) -> None:
                 assert gap > 0.1, (tokens[i].form, gap)
                 # the reference pause is silence in the audio, the words around it are not
                 a, b = round(w.end * OUT_RATE), round(words[i + 1].start * OUT_RATE)
-                word_rms = rms(utt.samples[round(w.start * OUT_RATE):a])
-                assert rms(utt.samples[a + 160:b - 160]) < 0.05 * word_rms
+                word_rms = rms(utt.samples[round(w.start * OUT_RATE) : a])
+                assert rms(utt.samples[a + 160 : b - 160]) < 0.05 * word_rms
             else:
                 assert gap == 0.0, (tokens[i].form, gap)
-    speech = utt.samples[round(words[0].start * OUT_RATE):round(words[-1].end * OUT_RATE)]
+    speech = utt.samples[round(words[0].start * OUT_RATE) : round(words[-1].end * OUT_RATE)]
     assert rms(speech) > 300
 
 
@@ -97,6 +103,33 @@ def test_multiple_and_missing_word_events_on_real_output() -> None:
     assert words[3].end + 0.1 < words[4].start  # pause after "el,"
     number = words[5]
     assert number.end - number.start > 0.8  # "ezerkilencszáznyolcvannégy-ben" is long
+
+
+def test_short_breaks_are_speech_long_pauses_are_not() -> None:
+    # Hungarian: "fok között alakul:" is one eSpeak unit with 40 ms "_|" breaks inside
+    text = "A hőmérséklet fok között alakul: Budapesten nyolc."
+    result = get_engine().synthesize(text, "hu+m2", 160, 40)
+    words = word_timings(text, result)
+    fok, kozott, alakul, budapesten = words[2:6]
+    assert fok.end == kozott.start and kozott.end == alakul.start
+    assert alakul.end - alakul.start > 0.2
+    assert 0.1 < budapesten.start - alakul.end < 0.5
+
+
+def test_pause_intervals() -> None:
+    events = [
+        ev("phoneme", 100, 0, "k"),  # leading silence [0, 100) is a pause
+        ev("phoneme", 1000, 0, "_|"),  # 1000 samples of syllable break: speech
+        ev("phoneme", 2000, 0, "a"),
+        ev("phoneme", 3000, 0, "_:"),  # long pause
+        ev("phoneme", 5000, 0, "_"),
+        ev("phoneme", 6000, 0, "t"),
+        ev("phoneme", 7000, 0, "_:"),  # too short to count
+        ev("phoneme", 7200, 0, "o"),
+        ev("phoneme", 8000, 0, "_:"),  # final pause up to the end of the audio
+    ]
+    assert pause_intervals(events, 9000, 300) == [(3000, 6000), (8000, 9000)]
+    assert pause_intervals(events, 9000, 50) == [(0, 100), (3000, 6000), (7000, 7200), (8000, 9000)]
 
 
 def ev(kind: str, sample: int, char_pos: int = 0, phoneme: str = "") -> SynthEvent:
@@ -128,16 +161,22 @@ def test_event_mapping_rules() -> None:
     words = word_timings(text, fake_result(events, 12000))
     sr = SAMPLE_RATE
     got = [(w.word, round(w.start * sr), round(w.end * sr)) for w in words]
-    assert got == [("uno", 0, 2000), ("dos", 2000, 4000), ("1984", 8000, 10000),
-                   ("tres", 10000, 12000)]
+    assert got == [
+        ("uno", 0, 2000),
+        ("dos", 2000, 4000),
+        ("1984", 8000, 10000),
+        ("tres", 10000, 12000),
+    ]
 
 
 def test_words_without_events_share_the_merged_interval() -> None:
     text = "nem jött el"
     events = [
         ev("word", 0, 0),
-        *[ev("phoneme", s, 0, p) for s, p in [(0, "n"), (1000, "E"), (2000, "m"), (3000, "j"),
-                                             (4000, "Y"), (5000, "t")]],
+        *[
+            ev("phoneme", s, 0, p)
+            for s, p in [(0, "n"), (1000, "E"), (2000, "m"), (3000, "j"), (4000, "Y"), (5000, "t")]
+        ],
         ev("word", 6000, 9),
         ev("phoneme", 6000, 9, "E"),
         ev("phoneme", 7000, 9, "l"),
@@ -171,6 +210,26 @@ def test_engine_is_deterministic_in_any_order() -> None:
     assert a.samples.tobytes() == b.samples.tobytes()
     assert a.events == b.events
     assert a.sample_rate == SAMPLE_RATE == 22050
+
+
+def test_engine_is_deterministic_across_processes() -> None:
+    # eSpeak seeds its breath-noise generator from the clock: processes started in
+    # different seconds must still give the same samples.
+    code = (
+        "import hashlib; from punct.synth.espeak import get_engine; "
+        "r = get_engine().synthesize('Hello, my dear friend. It is late.', 'en-us+f3', 180, 60); "
+        "print(hashlib.sha256(r.samples.tobytes()).hexdigest())"
+    )
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    digests = []
+    for _ in range(2):
+        out = subprocess.run(
+            [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+        )
+        digests.append(out.stdout.strip())
+        time.sleep(1.1)
+    assert len(digests[0]) == 64 and digests[0] == digests[1]
 
 
 def test_resample_to_16k() -> None:
@@ -222,13 +281,22 @@ def test_cli_outputs_determinism_jobs_and_resume(
     files_a = snapshot(out_a)
     ids = ["en1-e1", "en2-e2", "en1-e3", "es1-s1", "hu1-h1"]
     assert sorted(files_a) == sorted(
-        f"{sub}/{u}.{ext}" for u in ids for sub, ext in [("wav", "wav"), ("ref", "ctm"),
-                                                         ("meta", "json")]
+        f"{sub}/{u}.{ext}"
+        for u in ids
+        for sub, ext in [("wav", "wav"), ("ref", "ctm"), ("meta", "json")]
     )
     # the same files, byte for byte, from two jobs run in the opposite order
     for job in ("2", "1"):
-        argv = ["--corpus-dir", str(corpus_dir), "--out-dir", str(out_b), "--job", job,
-                "--num-jobs", "2"]
+        argv = [
+            "--corpus-dir",
+            str(corpus_dir),
+            "--out-dir",
+            str(out_b),
+            "--job",
+            job,
+            "--num-jobs",
+            "2",
+        ]
         assert synth_mini.main(argv) == 0
     assert "synthesised 3 utterances" in capsys.readouterr().out.splitlines()[-1]
     assert snapshot(out_b) == files_a
@@ -237,8 +305,12 @@ def test_cli_outputs_determinism_jobs_and_resume(
     assert (info.samplerate, info.channels, info.subtype) == (16000, 1, "PCM_16")
     meta = json.loads((out_a / "meta" / "en1-e1.json").read_text(encoding="utf-8"))
     assert meta["text"] == "Hello, my friend. How are you?"
-    assert (meta["spk"], meta["lang"], meta["split"], meta["doc_id"]) == ("en1", "en", "train",
-                                                                          "e1")
+    assert (meta["spk"], meta["lang"], meta["split"], meta["doc_id"]) == (
+        "en1",
+        "en",
+        "train",
+        "e1",
+    )
     assert meta["n_words"] == 6 and meta["sample_rate"] == 16000
     assert abs(meta["duration"] - info.frames / 16000) < 1e-6
     ctm = (out_a / "ref" / "en1-e1.ctm").read_text(encoding="utf-8").splitlines()

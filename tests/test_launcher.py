@@ -19,9 +19,9 @@ from punct.launch.jobs import (
     LaunchError,
     Resources,
     expand_jobs,
-    log_exit_code,
     parse_job_range,
 )
+from punct.launch.logformat import log_exit_code
 
 REPO = Path(__file__).resolve().parents[1]
 LAUNCH = REPO / "utils" / "launch.sh"

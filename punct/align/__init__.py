@@ -1,1 +1,44 @@
-"""align."""
+"""Stage 2: word timings from audio (pluggable aligners), CTM/TextGrid I/O, pauses.
+
+- :mod:`punct.align.base`: ``AlignedWord``, ``AlignRequest``, ``AlignResult``, ``Aligner``,
+  the registry (``get_aligner``, ``available_aligners``, ``register_aligner``).
+- :mod:`punct.align.ctm` / :mod:`punct.align.textgrid`: file formats and the ``ctm``,
+  ``reference`` and ``textgrid`` aligners.
+- :mod:`punct.align.vad` + :mod:`punct.align.vad_aligner`: the offline ``vad`` aligner.
+- :mod:`punct.align.pauses`: ``attach_timings`` and ``compute_pauses`` for the word table.
+- :mod:`punct.align.evaluate`: boundary error and pause precision/recall/F1.
+"""
+
+from __future__ import annotations
+
+from punct.align.base import (
+    AlignedWord,
+    Aligner,
+    AlignRequest,
+    AlignResult,
+    available_aligners,
+    get_aligner,
+    register_aligner,
+)
+from punct.align.ctm import read_ctm, write_ctm
+from punct.align.evaluate import evaluate
+from punct.align.pauses import attach_timings, compute_pauses
+from punct.align.textgrid import read_textgrid, textgrid_silences, textgrid_words
+
+__all__ = [
+    "AlignRequest",
+    "AlignResult",
+    "AlignedWord",
+    "Aligner",
+    "attach_timings",
+    "available_aligners",
+    "compute_pauses",
+    "evaluate",
+    "get_aligner",
+    "read_ctm",
+    "read_textgrid",
+    "register_aligner",
+    "textgrid_silences",
+    "textgrid_words",
+    "write_ctm",
+]

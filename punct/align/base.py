@@ -14,9 +14,10 @@ from __future__ import annotations
 import abc
 import io
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -45,7 +46,7 @@ class AlignRequest:
     ``wav`` is the wav.scp value of its recording (a path, or a command ending in ``|``);
     ``seg_start``/``seg_end`` its segment in seconds (None: the whole recording; a
     negative ``seg_end`` means "to the end", as in Kaldi). ``wav_scp``/``wav_line`` name
-    the wav.scp line for error messages.
+    the wav.scp line for error messages; ``lang`` is the utt2lang code, if known.
     """
 
     utt_id: str
@@ -56,6 +57,7 @@ class AlignRequest:
     seg_end: float | None = None
     wav_scp: str | None = None
     wav_line: int | None = None
+    lang: str | None = None
 
     @property
     def recording(self) -> str:
@@ -106,7 +108,7 @@ class AlignRequest:
                 f"segment {self.seg_start:.3f}-{end:.3f} s outside the recording "
                 f"({total:.3f} s)"
             )
-        return samples[int(round(self.seg_start * rate)): int(round(min(end, total) * rate))]
+        return samples[round(self.seg_start * rate): round(min(end, total) * rate)]
 
     def duration(self) -> float:
         """The utterance's duration in seconds (reads only the header when it can)."""

@@ -179,7 +179,8 @@ class _TableAligner(Aligner):
         if words is None:
             return None
         match_words(request.words, words, source, request.utt_id)
-        words = [AlignedWord(r, w.start, w.end, w.line) for r, w in zip(request.words, words)]
+        words = [AlignedWord(r, w.start, w.end, w.line)
+                 for r, w in zip(request.words, words, strict=True)]
         return AlignResult(words, request.duration())
 
 

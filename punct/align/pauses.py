@@ -37,7 +37,7 @@ def match_words(
     the error's line is the aligned word's source line when known.
     """
     who = f"utterance {utt_id}: " if utt_id else ""
-    for pos, (want, got) in enumerate(zip(expected, aligned)):
+    for pos, (want, got) in enumerate(zip(expected, aligned, strict=False)):
         if want.lower() != got.word.lower():
             raise PunctInputError(
                 f"{who}the alignment's words do not match the transcript at word {pos + 1}: "
@@ -72,7 +72,7 @@ def attach_timings(
     """
     utt_id = rows[0].utt_id if rows else ""
     match_words([r.word for r in rows], aligned_words, path, utt_id)
-    return [_replace(r, start=a.start, end=a.end) for r, a in zip(rows, aligned_words)]
+    return [_replace(r, start=a.start, end=a.end) for r, a in zip(rows, aligned_words, strict=True)]
 
 
 def gaps(
@@ -129,7 +129,7 @@ def compute_pauses(
         [r.start for r in rows], [r.end for r in rows], utterance_end,
         f"utterance {utt_id}: ", path,
     )
-    return [_replace(r, pause_after=p) for r, p in zip(rows, pauses)]
+    return [_replace(r, pause_after=p) for r, p in zip(rows, pauses, strict=True)]
 
 
 def word_pauses(words: Sequence[AlignedWord], utterance_end: float | None = None) -> list[float]:

@@ -36,11 +36,11 @@ def frame_log_energy(
     samples: np.ndarray, rate: int, config: VadConfig = VadConfig()
 ) -> np.ndarray:
     """Band-limited log energy (dB) per 10 ms frame; frame t covers [t*10ms, (t+1)*10ms)."""
-    hop = max(1, int(round(rate * FRAME_SHIFT)))
+    hop = max(1, round(rate * FRAME_SHIFT))
     n_frames = int(np.ceil(len(samples) / hop)) if len(samples) else 0
     if n_frames == 0:
         return np.zeros(0)
-    win = max(hop, int(round(rate * config.window)))
+    win = max(hop, round(rate * config.window))
     n_fft = 1 << int(np.ceil(np.log2(win)))
     x = np.asarray(samples, dtype=np.float64)
     x = x - x.mean()
@@ -75,7 +75,7 @@ def _runs(mask: np.ndarray) -> list[tuple[int, int]]:
     if mask.size == 0:
         return []
     d = np.diff(np.concatenate(([0], mask.astype(np.int8), [0])))
-    return list(zip(np.flatnonzero(d == 1).tolist(), np.flatnonzero(d == -1).tolist()))
+    return list(zip(np.flatnonzero(d == 1).tolist(), np.flatnonzero(d == -1).tolist(), strict=True))
 
 
 def speech_mask(energy: np.ndarray, config: VadConfig = VadConfig()) -> np.ndarray:
@@ -94,8 +94,8 @@ def speech_mask(energy: np.ndarray, config: VadConfig = VadConfig()) -> np.ndarr
     for t in range(n - 2, -1, -1):
         if not mask[t] and mask[t + 1] and energy[t] > leave:
             mask[t] = True
-    min_pause = int(round(config.min_pause / FRAME_SHIFT))
-    min_speech = int(round(config.min_speech / FRAME_SHIFT))
+    min_pause = round(config.min_pause / FRAME_SHIFT)
+    min_speech = round(config.min_speech / FRAME_SHIFT)
     for s, e in _runs(mask):  # clicks
         if e - s < min(min_speech, 3):
             mask[s:e] = False
@@ -145,7 +145,7 @@ def syllable_nuclei(
     peaks, _ = find_peaks(
         smooth,
         prominence=config.prominence_db,
-        distance=max(1, int(round(config.min_distance / FRAME_SHIFT))),
+        distance=max(1, round(config.min_distance / FRAME_SHIFT)),
     )
     n = min(len(speech), len(smooth))
     peaks = peaks[peaks < n]

@@ -57,7 +57,7 @@ class VadAlignConfig:
     digit: float = 3.0             # units per digit (spoken numbers are long)
     filler_units: float = 9.0      # hesitations (um, uh, ...) are long
     duration_cv: float = 0.45      # std of a word's duration / its prediction
-    local_rate_sigma: float = 0.25  # std of a run's log rate around the current rate
+    local_rate_sigma: float = 0.1   # std of a run's log rate around the current rate
     edge_sigma: float = 0.06       # std of a run's duration from region edge errors
     dof: float = 3.0               # Student-t degrees of freedom of the mismatch cost
     gap_sigma: float = 0.12        # a spanned pause of this length costs 1
@@ -83,13 +83,21 @@ class VadAlignConfig:
     min_word: float = 0.03
 
 
-def predicted_syllables(word: str) -> int:
-    """Syllables predicted from spelling: groups of vowel letters (at least 1)."""
+def predicted_syllables(word: str, lang: str | None = None) -> int:
+    """Syllables predicted from spelling: groups of vowel letters (at least 1).
+
+    For English (``lang`` "en") a final silent "e" (as in "price", not "the", "table")
+    does not count.
+    """
     groups, prev = 0, False
-    for ch in word.lower():
+    word = word.lower()
+    for ch in word:
         vowel = ch in VOWELS
         groups += vowel and not prev
         prev = vowel
+    if (lang or "").lower().startswith("en") and groups > 1 and len(word) > 2:
+        if word[-1] == "e" and word[-2] not in VOWELS and not word.endswith("le"):
+            groups -= 1
     digits = sum(ch.isdigit() for ch in word)
     return max(1, groups + 2 * digits)
 
@@ -189,16 +197,16 @@ def _assign(
             if not np.isfinite(pred).any():
                 continue
             pred = pred + prior
-            # b) words i..j-1 on regions k..l
+            # b) words i..j-1 on regions k..last
             inner = 0.0
-            for l in range(k, min(n_reg, k + cfg.max_regions_per_run)):
-                if l > k:
-                    g = gaps[l - 1]
+            for last in range(k, min(n_reg, k + cfg.max_regions_per_run)):
+                if last > k:
+                    g = gaps[last - 1]
                     if g > cfg.max_inner_gap:
                         break
                     inner += (g / cfg.gap_sigma) ** 2
-                span = ends[l] - starts[k]
-                if l == n_reg - 1:  # the last region can always take all the rest
+                span = ends[last] - starts[k]
+                if last == n_reg - 1:  # the last region can always take all the rest
                     j_max = n_words
                 else:
                     limit = (2.5 * span + 0.5) / rates[0] + prob.cum[i]
@@ -217,18 +225,18 @@ def _assign(
                 )
                 if cfg.syllable_weight > 0:
                     expect = ratio * (prob.syl_cum[js] - prob.syl_cum[i])
-                    miss = (prob.observed(starts[k], ends[l]) - expect) ** 2 / (
+                    miss = (prob.observed(starts[k], ends[last]) - expect) ** 2 / (
                         cfg.syllable_a * expect + cfg.syllable_b
                     )
                     total = total + cfg.syllable_weight * miss[None, :]
-                target = cost[l + 1, js].T  # (R, J)
+                target = cost[last + 1, js].T  # (R, J)
                 better = total < target
                 if better.any():
                     rr, jj = np.nonzero(better)
-                    cost[l + 1, js[jj], rr] = total[rr, jj]
-                    back[l + 1, js[jj], rr, 0] = k
-                    back[l + 1, js[jj], rr, 1] = i
-                    back[l + 1, js[jj], rr, 2] = pred_r[rr]
+                    cost[last + 1, js[jj], rr] = total[rr, jj]
+                    back[last + 1, js[jj], rr, 0] = k
+                    back[last + 1, js[jj], rr, 1] = i
+                    back[last + 1, js[jj], rr, 2] = pred_r[rr]
     r_end = int(np.argmin(cost[n_reg, n_words]))
     final = float(cost[n_reg, n_words, r_end])
     runs: list[tuple[int, int, int, int]] = []
@@ -293,8 +301,8 @@ def _split_run(
             hi_t = min(t + radius, seg_e[-1] - cfg.min_word)
             if b + 1 < n - 1:
                 hi_t = min(hi_t, bounds[b + 1][0] - cfg.min_word)
-            lo = int(math.ceil(lo_t / FRAME_SHIFT))
-            hi = int(math.floor(hi_t / FRAME_SHIFT))
+            lo = math.ceil(lo_t / FRAME_SHIFT)
+            hi = math.floor(hi_t / FRAME_SHIFT)
             if hi <= lo:
                 continue
             frames = np.arange(lo, hi + 1)
@@ -304,7 +312,7 @@ def _split_run(
             score = smooth[frames] + 20.0 * np.abs(frames * FRAME_SHIFT - t)
             best = float(frames[int(np.argmin(score))] * FRAME_SHIFT)
             # never move a boundary into a pause of the run
-            inside = any(e < best < s for e, s in zip(seg_e[:-1], seg_s[1:]))
+            inside = any(e < best < s for e, s in zip(seg_e[:-1], seg_s[1:], strict=True))
             if not inside:
                 bounds[b] = (best, best)
     times = []
@@ -321,8 +329,12 @@ def align_words(
     rate: int,
     words: list[str] | tuple[str, ...],
     config: VadAlignConfig = VadAlignConfig(),
+    lang: str | None = None,
 ) -> list[AlignedWord]:
-    """Align ``words`` to mono ``samples``; times in seconds from the first sample."""
+    """Align ``words`` to mono ``samples``; times in seconds from the first sample.
+
+    ``lang`` (an ISO code such as "en") only refines the syllable estimate of spellings.
+    """
     words = list(words)
     if not words:
         return []
@@ -339,7 +351,7 @@ def align_words(
     if len(regions) == 0 or total <= 0:
         starts, ends = np.array([0.0]), np.array([max(total, 1e-3)])
     units = np.array([predicted_units(w, config) for w in words])
-    syl = np.array([predicted_syllables(w) for w in words], dtype=float)
+    syl = np.array([predicted_syllables(w, lang) for w in words], dtype=float)
     prob = _Problem(
         starts, ends, units,
         np.concatenate(([0.0], np.cumsum(units))),
@@ -347,9 +359,8 @@ def align_words(
         np.concatenate(([0.0], np.cumsum(syl))),
         nuclei,
     )
-    prob.syl_ratio = float(np.clip(
-        max(1, sum(prob.observed(s, e) for s, e in zip(starts, ends))) / syl.sum(), 0.3, 1.5
-    ))
+    seen_all = sum(prob.observed(s, e) for s, e in zip(starts, ends, strict=True))
+    prob.syl_ratio = float(np.clip(max(1, seen_all) / syl.sum(), 0.3, 1.5))
     rate_s = float((ends - starts).sum() / units.sum())
     runs: list[tuple[int, int, int, int]] = []
     seen: set[float] = set()
@@ -372,7 +383,8 @@ def align_words(
         runs = [(0, len(words), 0, 1)]
     out: list[AlignedWord] = []
     for run in runs:
-        for w, (s, e) in zip(words[run[0]: run[1]], _split_run(prob, run, energy, config)):
+        times = _split_run(prob, run, energy, config)
+        for w, (s, e) in zip(words[run[0]: run[1]], times, strict=True):
             out.append(AlignedWord(w, round(s, 4), round(max(e, s), 4)))
     return out
 
@@ -388,5 +400,5 @@ class VadAligner(Aligner):
 
     def align(self, request: AlignRequest) -> AlignResult | None:
         samples, rate = request.load_audio()
-        words = align_words(samples, rate, request.words, self.config)
+        words = align_words(samples, rate, request.words, self.config, request.lang)
         return AlignResult(words, len(samples) / rate)

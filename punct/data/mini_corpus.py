@@ -57,8 +57,9 @@ def parse_corpus_file(path: str | Path, lang: str | None = None) -> list[Doc]:
 
     def close() -> None:
         if current is not None and not current.sentences:
-            raise PunctInputError(f"document {current.doc_id!r} has no sentences", path,
-                                  current.line)
+            raise PunctInputError(
+                f"document {current.doc_id!r} has no sentences", path, current.line
+            )
 
     for number, raw_line in enumerate(_decode(path), start=1):
         line = raw_line.rstrip("\r")

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from punct.launch.logformat import log_exit_code
 
 THREAD_ENV_VARS = (
     "OMP_NUM_THREADS",
@@ -19,7 +20,6 @@ THREAD_ENV_VARS = (
 """Variables exported as --num-threads N (torch sizes its intra-op pool from OMP_NUM_THREADS)."""
 
 _RANGE_RE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(\d+):(\d+)$")
-_ENDED_RE = re.compile(r"^# Ended \(code (-?\d+)\) at ")
 
 
 class LaunchError(Exception):
@@ -126,42 +126,6 @@ def job_environment(job: Job, resources: Resources) -> dict[str, str]:
     if resources.gpu is not None and resources.gpu <= 0:
         env["CUDA_VISIBLE_DEVICES"] = ""
     return env
-
-
-def format_date(when: float | None = None) -> str:
-    """A date like ``date(1)`` prints it: ``Thu Nov 21 09:05:01 UTC 2024``."""
-    return time.strftime("%a %b %d %H:%M:%S %Z %Y", time.localtime(when))
-
-
-def log_header(command: str, resources: str, start: float | None = None) -> str:
-    """The first lines of a job log; ``resources`` is :meth:`Resources.describe` text."""
-    return f"# {command}\n# Started at {format_date(start)}\n# Resources: {resources}\n#\n"
-
-
-def log_footer(code: int, elapsed: float, num_threads: int, end: float | None = None) -> str:
-    """The last lines of a job log (Kaldi's run.pl format; times in whole seconds)."""
-    secs = round(elapsed)
-    return (
-        f"# Accounting: time={secs} threads={num_threads}\n"
-        f"# Ended (code {code}) at {format_date(end)}, elapsed time {secs} seconds\n"
-    )
-
-
-def log_exit_code(log: Path) -> int | None:
-    """The exit code recorded in the last line of ``log``; None if absent or unfinished."""
-    try:
-        with open(log, "rb") as handle:
-            handle.seek(0, 2)
-            size = handle.tell()
-            handle.seek(max(0, size - 4096))
-            tail = handle.read().decode("utf-8", errors="replace")
-    except FileNotFoundError:
-        return None
-    lines = [line for line in tail.splitlines() if line.strip()]
-    if not lines:
-        return None
-    match = _ENDED_RE.match(lines[-1])
-    return int(match.group(1)) if match else None
 
 
 def needs_rerun(job: Job) -> bool:

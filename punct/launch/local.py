@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import select
 import signal
 import subprocess
 import time
@@ -50,18 +51,20 @@ class LocalBackend(Backend):
         return True
 
     def wait(self, handles: Sequence[JobHandle], timeout: float | None = None) -> list[JobHandle]:
-        """Poll (5 ms, backing off to 100 ms) until one of ``handles`` finishes."""
+        """Block (on pidfds where the kernel has them, else by polling) until a job finishes."""
         deadline = None if timeout is None else time.monotonic() + timeout
-        delay = 0.005
+        delay = 0.002
         while True:
             live = [h for h in handles if h.returncode is None]
             done = [h for h in live if self._poll(h)]
             if done or not live:
                 return done
-            if deadline is not None and time.monotonic() >= deadline:
+            left = 1.0 if deadline is None else deadline - time.monotonic()
+            if left <= 0:
                 return []
-            time.sleep(delay)
-            delay = min(delay * 2, 0.1)
+            if not _wait_pidfds([int(h.backend_id) for h in live], min(left, 1.0)):
+                time.sleep(min(delay, left))
+                delay = min(delay * 2, 0.05)
 
     def cancel(self, handles: Sequence[JobHandle]) -> None:
         """SIGTERM each job's process group, then SIGKILL what is left after the grace time."""
@@ -76,6 +79,24 @@ class LocalBackend(Backend):
             if handle.returncode is None:
                 self._procs[handle.backend_id].wait()
                 self._poll(handle)
+
+
+def _wait_pidfds(pids: list[int], timeout: float) -> bool:
+    """Wait up to ``timeout`` s for one of ``pids`` to exit; False if pidfds are unsupported."""
+    fds: list[int] = []
+    try:
+        for pid in pids:
+            fds.append(os.pidfd_open(pid))
+    except (AttributeError, OSError):
+        for fd in fds:
+            os.close(fd)
+        return False
+    try:
+        select.select(fds, [], [], timeout)
+    finally:
+        for fd in fds:
+            os.close(fd)
+    return True
 
 
 def _signal_group(pgid: int, sig: int) -> None:

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from types import FrameType
 
-from punct.launch.jobs import log_footer, log_header
+from punct.launch.logformat import log_footer, log_header
 
 FORWARDED_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 

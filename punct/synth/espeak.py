@@ -12,6 +12,8 @@ depending on what was spoken before, and re-initialising does not reset it. To m
 every utterance depend only on its own text and settings, ``synthesize`` forks a
 child process from the freshly initialised engine for each call (the engine in the
 parent never speaks); the child speaks and sends the result back through a pipe.
+eSpeak also seeds its noise generator (breath noise of variants like ``+f3``) from
+the clock at initialisation; every call re-seeds it from a hash of its arguments.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import os
 import pickle
 import threading
 import traceback
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -69,6 +72,11 @@ EE_OK = 0
 SAMPLE_RATE = 22050
 RATE_RANGE = (80, 450)  # words per minute accepted by eSpeak NG
 PITCH_RANGE = (0, 100)
+
+
+_LIBC = ctypes.CDLL(None)  # rand() is used by some eSpeak code paths
+_LIBC.srand.argtypes = [ctypes.c_uint]
+_LIBC.srand.restype = None
 
 
 class EspeakError(RuntimeError):
@@ -203,6 +211,8 @@ class Engine:
         lib.espeak_Synchronize.restype = ctypes.c_int
         lib.espeak_Info.argtypes = [ctypes.c_void_p]
         lib.espeak_Info.restype = ctypes.c_char_p
+        lib.espeak_ng_SetRandSeed.argtypes = [ctypes.c_long]
+        lib.espeak_ng_SetRandSeed.restype = None
 
     def _on_audio(self, wav, numsamples, events) -> int:
         """The synth callback: collect samples and events; 0 means go on."""
@@ -261,6 +271,11 @@ class Engine:
             self._check(self._lib.espeak_SetParameter(PARAM_RATE, rate, 0), "set rate")
             self._check(self._lib.espeak_SetParameter(PARAM_PITCH, pitch, 0), "set pitch")
             self._check(self._lib.espeak_SetParameter(PARAM_WORDGAP, 0, 0), "set word gap")
+            # the breath noise of some variants (+f2, +f3) comes from eSpeak's generator,
+            # which espeak_Initialize seeds with the clock: seed it from the request
+            seed = zlib.crc32(f"{voice}|{rate}|{pitch}|{text}".encode())
+            self._lib.espeak_ng_SetRandSeed(seed)
+            _LIBC.srand(seed)
             self._chunks = []
             self._events = []
             code = self._lib.espeak_Synth(

@@ -156,22 +156,31 @@ def _is_pause(event: SynthEvent) -> bool:
     return event.phoneme.startswith("_")
 
 
-def pause_intervals(events: Sequence[SynthEvent], n_samples: int, min_len: int) -> list[
-    tuple[int, int]
-]:
-    """Silent stretches ``[a, b)`` in samples: the audio before the first phoneme and every
-    run of pause phonemes up to the next spoken phoneme (or the end), at least ``min_len``."""
+def pause_intervals(
+    events: Sequence[SynthEvent], n_samples: int, min_len: int
+) -> list[tuple[int, int]]:
+    """Silent stretches ``[a, b)`` in samples, at least ``min_len`` long.
+
+    They are the audio before the first phoneme and every run of pause phonemes
+    that contains a long pause ``_:`` (what eSpeak puts at punctuation and before
+    some conjunctions), up to the next spoken phoneme or the end. Runs of only short
+    marks (``_!`` glottal stop, ``_|`` syllable break, ``_``), up to ~40 ms in
+    Hungarian, are part of the speech.
+    """
     phonemes = [e for e in events if e.kind == "phoneme"]
     out: list[tuple[int, int]] = []
     run_start: int | None = 0
+    long_run = True  # the leading silence counts as a pause
     for ev in phonemes:
         if _is_pause(ev):
             if run_start is None:
-                run_start = ev.sample
+                run_start, long_run = ev.sample, False
+            long_run = long_run or ev.phoneme.startswith("_:")
         elif run_start is not None:
-            out.append((run_start, ev.sample))
+            if long_run:
+                out.append((run_start, ev.sample))
             run_start = None
-    if run_start is not None:
+    if run_start is not None and long_run:
         out.append((run_start, n_samples))
     return [(a, b) for a, b in out if b - a >= min_len]
 
@@ -232,24 +241,33 @@ def _split_group(
 ) -> list[int]:
     """Start samples for words that eSpeak spoke as one unit over ``[a, e)``.
 
-    Boundaries are placed at the phoneme onsets nearest to a split proportional to
-    the words' lengths in characters (or at the proportional points themselves
-    when there are not enough phonemes).
+    The unit's spoken phonemes are shared out in proportion to the words' lengths in
+    characters ("in the" = I n | D @, "nem jött" = n E m | j Y t); each word starts at
+    the onset of its first phoneme. With fewer phonemes than words, the interval is
+    split in proportion to the lengths instead.
     """
     lengths = [max(1, len(tok.form)) for tok in tokens]
     total = sum(lengths)
-    onsets = sorted({ev.sample for ev in events if ev.kind == "phoneme" and not _is_pause(ev)
-                     and a < ev.sample < e})
+    onsets = sorted(
+        {
+            ev.sample
+            for ev in events
+            if ev.kind == "phoneme" and not _is_pause(ev) and a <= ev.sample < e
+        }
+    )
+    n = len(onsets)
     starts = [a]
+    index = 0
     acc = 0
-    for length in lengths[:-1]:
+    for k, length in enumerate(lengths[:-1], start=1):
         acc += length
-        target = a + (e - a) * acc / total
-        usable = [s for s in onsets if s > starts[-1]]
-        best = min(usable, key=lambda s: abs(s - target)) if usable else round(target)
-        if best <= starts[-1]:
-            best = starts[-1] + 1
-        starts.append(int(best))
+        if n >= len(tokens):
+            # word k takes phonemes from ``index`` on; leave one for each later word
+            index = min(max(round(n * acc / total), index + 1), n - (len(tokens) - k))
+            candidate = onsets[index]
+        else:
+            candidate = round(a + (e - a) * acc / total)
+        starts.append(max(int(candidate), starts[-1] + 1))
     return starts
 
 
@@ -308,15 +326,14 @@ def word_timings(
             starts[k] = s
         i = j
     final_starts = [int(s) for s in starts if s is not None]
-    if len(final_starts) != len(tokens) or any(
-        b <= a for a, b in itertools.pairwise(final_starts)
-    ):
+    if len(final_starts) != len(tokens) or any(b <= a for a, b in itertools.pairwise(final_starts)):
         raise PunctInputError(
             f"eSpeak word events are not in text order for {text[:60]!r}", path, line
         )
     # a word read as several eSpeak words (numbers, "2,500") speaks at least until its last one
-    inner = [max(s, x) if x is not None else s for s, x in zip(final_starts, last_events,
-                                                                 strict=True)]
+    inner = [
+        max(s, x) if x is not None else s for s, x in zip(final_starts, last_events, strict=True)
+    ]
     return _refine(tokens, final_starts, inner, pauses, result)
 
 
@@ -372,9 +389,7 @@ def synthesize_utterance(plan: UttPlan, engine: Engine | None = None) -> Utteran
     words = word_timings(plan.text, result, path=plan.utt_id)
     samples = resample_int16(result.samples, result.sample_rate, OUT_RATE)
     duration = len(samples) / OUT_RATE
-    clipped = tuple(
-        WordTiming(w.word, min(w.start, duration), min(w.end, duration)) for w in words
-    )
+    clipped = tuple(WordTiming(w.word, min(w.start, duration), min(w.end, duration)) for w in words)
     return Utterance(plan, samples, OUT_RATE, clipped)
 
 

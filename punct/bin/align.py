@@ -1,0 +1,348 @@
+"""Stage 2: align a data dir's utterances to their audio and write pauses into words.tsv.
+
+Jobs (parallel through the launcher, resumable)::
+
+    python -m punct.bin.align --data-dir data/test --aligner vad \\
+        --out-dir data/test/align/vad --job 1 --num-jobs 4
+
+aligns the utterances with index % N == J-1 (sorted ids of ``segments``, else
+``wav.scp``) into ``<out>/ctm.J`` and ``<out>/utt2dur.J``. Then::
+
+    python -m punct.bin.align --data-dir data/test --out-dir data/test/align/vad \\
+        --merge --num-jobs 4 [--reference-dir downloads/mini/ref]
+
+merges the parts into ``<out>/ctm`` and ``<out>/utt2dur``, writes start/end/pause_after
+of THIS aligner into ``<data-dir>/words.tsv`` (other columns untouched; utterances with
+audio that were not aligned get empty timings) and, with a reference, writes
+``<out>/eval.json`` (boundary error and pause P/R/F1 per language and overall). Without
+``--job`` and ``--merge`` it does both in one process. Aligners: vad (offline, any
+language), reference (``--reference-dir`` or ``--source``: <utt>.ctm files), ctm
+(``--source`` one CTM file), textgrid (``--source`` a directory of <reco>.TextGrid).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from punct.align.base import AlignedWord, AlignRequest, available_aligners, get_aligner
+from punct.align.ctm import (
+    ReferenceAligner,
+    atomic_write_text,
+    ctm_lines,
+    read_ctm,
+    words_for_request,
+)
+from punct.align.evaluate import PAUSE_THRESHOLD, evaluate
+from punct.align.pauses import attach_timings, compute_pauses
+from punct.errors import MissingDataError, PunctInputError
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(
+        prog="python -m punct.bin.align",
+        description="Align utterances to audio (word timings -> pauses in words.tsv).",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    p.add_argument("--data-dir", required=True, help="Kaldi data dir (wav.scp, words.tsv, ...)")
+    p.add_argument("--out-dir", required=True, help="output dir, e.g. data/test/align/vad")
+    p.add_argument("--aligner", choices=available_aligners(), default=None,
+                   help="aligner (required unless --merge)")
+    p.add_argument("--source", default=None,
+                   help="CTM file (ctm), TextGrid dir (textgrid) or CTM dir (reference)")
+    p.add_argument("--tier", default="words", help="TextGrid tier holding the words")
+    p.add_argument("--reference-dir", default=None,
+                   help="reference <utt>.ctm files: alignment source for 'reference', "
+                        "evaluation reference for --merge")
+    p.add_argument("--job", type=int, default=None, help="1-based job index")
+    p.add_argument("--num-jobs", type=int, default=1, help="number of jobs")
+    p.add_argument("--merge", action="store_true", help="merge the job outputs")
+    p.add_argument("--pause-threshold", type=float, default=PAUSE_THRESHOLD,
+                   help="pause length (s) for the pause P/R/F1 of eval.json")
+    args = p.parse_args(argv)
+    if args.num_jobs < 1:
+        p.error("--num-jobs must be >= 1")
+    if args.job is not None and not 1 <= args.job <= args.num_jobs:
+        p.error(f"--job must be in 1..{args.num_jobs}")
+    if args.job is not None and args.merge:
+        p.error("--job and --merge are separate steps")
+    if not args.merge and args.aligner is None:
+        p.error("--aligner is required (unless --merge)")
+    return args
+
+
+# ----------------------------------------------------------------------------- data dir
+
+
+def _kv_lines(path: Path) -> list[tuple[int, list[str]]]:
+    from punct.wordtable import read_text_lines
+
+    out = []
+    for lineno, line in enumerate(read_text_lines(path), 1):
+        fields = line.split()
+        if not fields:
+            raise PunctInputError("empty line", path, lineno)
+        out.append((lineno, fields))
+    return out
+
+
+def load_requests(data_dir: Path) -> list[AlignRequest]:
+    """One request per utterance with audio, sorted (C order) by utterance id."""
+    from punct.kaldi import c_sorted
+    from punct.wordtable import read_word_table
+
+    wav_scp = data_dir / "wav.scp"
+    if not wav_scp.is_file():
+        raise MissingDataError("wav.scp not found: this data dir has no audio", wav_scp)
+    wavs: dict[str, tuple[str, int]] = {}
+    from punct.wordtable import read_text_lines
+
+    for lineno, line in enumerate(read_text_lines(wav_scp), 1):
+        key, _, value = line.strip().partition(" ")
+        if not key or not value.strip():
+            raise PunctInputError("expected '<recording> <wav path or command |>'",
+                                  wav_scp, lineno)
+        if key in wavs:
+            raise PunctInputError(f"duplicate recording {key!r}", wav_scp, lineno)
+        wavs[key] = (value.strip(), lineno)
+    table = read_word_table(data_dir / "words.tsv")
+    langs: dict[str, str] = {}
+    if (data_dir / "utt2lang").is_file():
+        from punct.kaldi import read_kv
+
+        langs = read_kv(data_dir / "utt2lang")
+    segs: dict[str, tuple[str, float, float]] = {}
+    seg_path = data_dir / "segments"
+    if seg_path.is_file():
+        for lineno, fields in _kv_lines(seg_path):
+            if len(fields) != 4:
+                raise PunctInputError(
+                    f"expected '<utt> <recording> <start> <end>', found {len(fields)} fields",
+                    seg_path, lineno)
+            utt, reco, s, e = fields
+            try:
+                start, end = float(s), float(e)
+            except ValueError:
+                raise PunctInputError(f"non-numeric times {s!r} {e!r}", seg_path,
+                                      lineno) from None
+            if start < 0 or (0 <= end <= start):
+                raise PunctInputError(f"bad segment times {s} {e}", seg_path, lineno)
+            if reco not in wavs:
+                raise PunctInputError(f"recording {reco!r} is not in {wav_scp}", seg_path,
+                                      lineno)
+            segs[utt] = (reco, start, end)
+    requests = []
+    for utt in c_sorted(segs if segs else wavs):
+        reco, start, end = segs[utt] if segs else (utt, None, None)
+        wav, lineno = wavs[reco]
+        rows = table.get(utt, [])
+        requests.append(AlignRequest(
+            utt, tuple(r.word for r in rows), wav, reco, start, end, str(wav_scp), lineno,
+            langs.get(utt),
+        ))
+    return requests
+
+
+# ----------------------------------------------------------------------------- job
+
+
+def _progress(items: Sequence[AlignRequest], desc: str):
+    try:
+        from tqdm import tqdm
+    except ImportError:  # pragma: no cover
+        return items
+    return tqdm(items, desc=desc, unit="utt", disable=not sys.stderr.isatty())
+
+
+def run_job(args: argparse.Namespace, job: int) -> tuple[int, int]:
+    """Align job ``job``'s utterances; returns (aligned, skipped as already done)."""
+    data_dir, out = Path(args.data_dir), Path(args.out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    final_ctm, final_dur = out / f"ctm.{job}", out / f"utt2dur.{job}"
+    if final_ctm.is_file() and final_dur.is_file():
+        return 0, -1
+    requests = [r for i, r in enumerate(load_requests(data_dir))
+                if i % args.num_jobs == job - 1 and r.words]
+    source = args.source
+    if args.aligner == "reference" and source is None:
+        source = args.reference_dir
+    aligner = get_aligner(args.aligner, source=source, tier=args.tier)
+    part_ctm, part_dur, done_path = (out / f".ctm.{job}.part", out / f".utt2dur.{job}.part",
+                                     out / f".done.{job}")
+    done = _resume(part_ctm, part_dur, done_path)
+    n_aligned = 0
+    with open(part_ctm, "a", encoding="utf-8") as fc, \
+            open(part_dur, "a", encoding="utf-8") as fd, \
+            open(done_path, "a", encoding="utf-8") as fdone:
+        for req in _progress(requests, f"align job {job}"):
+            if req.utt_id in done:
+                continue
+            result = aligner.align(req)
+            if result is not None:
+                fc.write("".join(ctm_lines(req.utt_id, result.words)))
+                fd.write(f"{req.utt_id} {result.duration:.4f}\n")
+                n_aligned += 1
+            fc.flush()
+            fd.flush()
+            os.fsync(fc.fileno())
+            os.fsync(fd.fileno())
+            fdone.write(req.utt_id + "\n")
+            fdone.flush()
+    os.replace(part_dur, final_dur)
+    os.replace(part_ctm, final_ctm)
+    done_path.unlink()
+    return n_aligned, len(done)
+
+
+def _resume(part_ctm: Path, part_dur: Path, done_path: Path) -> set[str]:
+    """Keep what earlier runs of this job finished; drop lines of unfinished utterances."""
+    if not done_path.is_file():
+        for p in (part_ctm, part_dur):
+            if p.exists():
+                p.unlink()
+        return set()
+    done = set(done_path.read_text(encoding="utf-8").split())
+    for p in (part_ctm, part_dur):
+        if p.is_file():
+            keep = [line for line in p.read_text(encoding="utf-8").splitlines(keepends=True)
+                    if line.endswith("\n") and line.split(" ", 1)[0] in done]
+            p.write_text("".join(keep), encoding="utf-8")
+    return done
+
+
+# ----------------------------------------------------------------------------- merge
+
+
+def merge(args: argparse.Namespace) -> str:
+    """Merge job outputs, update words.tsv, evaluate; returns the summary line."""
+    from punct.kaldi import c_sorted, read_kv
+    from punct.wordtable import read_word_table, write_word_table
+
+    data_dir, out = Path(args.data_dir), Path(args.out_dir)
+    hyp: dict[str, list[AlignedWord]] = {}
+    where: dict[str, Path] = {}
+    durs: dict[str, float] = {}
+    for job in range(1, args.num_jobs + 1):
+        ctm_path, dur_path = out / f"ctm.{job}", out / f"utt2dur.{job}"
+        for p in (ctm_path, dur_path):
+            if not p.is_file():
+                raise MissingDataError(f"job {job} of {args.num_jobs} has not finished "
+                                       "(run it first)", p)
+        for utt, words in read_ctm(ctm_path).items():
+            if utt in hyp:
+                raise PunctInputError(f"utterance {utt!r} aligned by two jobs", ctm_path,
+                                      words[0].line if words else None)
+            hyp[utt], where[utt] = words, ctm_path
+        for utt, value in read_kv(dur_path).items():
+            try:
+                durs[utt] = float(value)
+            except ValueError:
+                raise PunctInputError(f"bad duration {value!r} for {utt}", dur_path) from None
+    requests = {r.utt_id: r for r in load_requests(data_dir)}
+    table_path = data_dir / "words.tsv"
+    table = read_word_table(table_path)
+    for utt in hyp:
+        if utt not in table or utt not in requests:
+            raise PunctInputError(f"utterance {utt!r} is not in {table_path} / wav.scp",
+                                  where[utt], hyp[utt][0].line if hyp[utt] else None)
+    n_words = n_aligned = 0
+    for utt, rows in table.items():
+        if utt not in requests:
+            continue  # text-only utterance: untouched
+        n_words += len(rows)
+        if utt in hyp:
+            if utt not in durs:
+                raise PunctInputError(f"no duration for utterance {utt!r}",
+                                      where[utt].with_name(where[utt].name.replace("ctm",
+                                                                                   "utt2dur")))
+            timed = attach_timings(rows, hyp[utt], where[utt])
+            table[utt] = compute_pauses(timed, durs[utt], where[utt])
+            n_aligned += len(rows)
+        else:
+            table[utt] = [r.with_timing(None, None, None) for r in rows]
+    ordered = c_sorted(hyp)
+    lines = [line for utt in ordered for line in ctm_lines(utt, hyp[utt])]
+    atomic_write_text(out / "ctm", "".join(lines))
+    atomic_write_text(out / "utt2dur", "".join(f"{u} {durs[u]:.4f}\n" for u in c_sorted(durs)))
+    write_word_table(table_path, table)
+    share = n_aligned / n_words if n_words else 0.0
+    summary = (f"align: {len(hyp)}/{len(requests)} utterances, {n_aligned}/{n_words} words "
+               f"aligned ({100 * share:.1f}%) -> {out / 'ctm'}, {table_path}")
+    if args.reference_dir:
+        report = evaluate_against(requests, hyp, Path(args.reference_dir), data_dir,
+                                  args.pause_threshold)
+        report["aligner"] = args.aligner or out.name
+        report["share_aligned"] = round(share, 4)
+        atomic_write_text(out / "eval.json", json.dumps(report, indent=2) + "\n")
+        overall = report["overall"]
+        summary += (f"; vs reference: median boundary error "
+                    f"{overall['boundary_error_ms']['median']} ms, "
+                    f"pause F1 {overall['pauses']['f1']} -> {out / 'eval.json'}")
+    return summary
+
+
+def evaluate_against(
+    requests: dict[str, AlignRequest],
+    hyp: dict[str, list[AlignedWord]],
+    ref_dir: Path,
+    data_dir: Path,
+    pause_threshold: float = PAUSE_THRESHOLD,
+) -> dict:
+    """eval.json content: ``overall`` and ``per_lang`` (utt2lang) evaluation dicts."""
+    ReferenceAligner(ref_dir)  # checks that the directory exists
+    ref: dict[str, list[AlignedWord]] = {}
+    for utt, req in requests.items():
+        if not req.words:
+            continue
+        for key in dict.fromkeys((utt, req.recording)):
+            path = ref_dir / f"{key}.ctm"
+            if path.is_file():
+                words = words_for_request(read_ctm(path), req)
+                if words is not None:
+                    ref[utt] = words
+                break
+    langs = {u: (r.lang or "unk") for u, r in requests.items()}
+    per_lang = {}
+    for lang in sorted(set(langs[u] for u in ref)):
+        sub = {u: w for u, w in ref.items() if langs[u] == lang}
+        per_lang[lang] = evaluate(hyp, sub, pause_threshold, ref_dir)
+    return {
+        "reference": str(ref_dir),
+        "utterances_with_reference": len(ref),
+        "overall": evaluate(hyp, ref, pause_threshold, ref_dir),
+        "per_lang": per_lang,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    t0 = time.time()
+    try:
+        if args.merge:
+            summary = merge(args)
+        elif args.job is not None:
+            n, skipped = run_job(args, args.job)
+            state = "already done" if skipped < 0 else f"aligned {n} utterances"
+            summary = (f"align: job {args.job}/{args.num_jobs} ({args.aligner}): {state} -> "
+                       f"{Path(args.out_dir) / f'ctm.{args.job}'}")
+        else:
+            for job in range(1, args.num_jobs + 1):
+                run_job(args, job)
+            summary = merge(args)
+    except MissingDataError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    except (PunctInputError, ValueError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    print(f"{summary} ({time.time() - t0:.1f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
