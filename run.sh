@@ -129,7 +129,7 @@ fi
 if stage_begin 3 "dump: label statistics and normalisation from $train_set"; then
   dump_args=()
   for set in $(all_sets); do dump_args+=(--data-dir "data/$set"); done
-  python -m punct.bin.dump "${dump_args[@]}" --train-set "$train_set" --out-dir dump
+  python -m punct.bin.dump "${dump_args[@]}" --train-dir "data/$train_set" --out-dir dump
   stage_end 3 dump
 fi
 

@@ -199,3 +199,26 @@ def test_unknown_options_are_errors(feat: BRNNFeaturizer) -> None:
         make_model(config(hiden=3), feat)
     with pytest.raises(ValueError, match="unknown brnn featurizer"):
         BRNNFeaturizer.from_config({"featurizer": {"min_cnt": 1}})
+
+
+def test_attention_chunks_and_checkpointing_do_not_change_the_maths(
+        feat: BRNNFeaturizer) -> None:
+    torch.manual_seed(1)
+    model = make_model(config(), feat)
+    for layer in (model.fuse_c, model.fuse_f, model.fuse_h, model.out):
+        torch.nn.init.normal_(layer.weight, std=0.3)
+    seqs = [seq(["yes", "he", "said", "hello", "so"], [("COMMA",), (), (), ("PERIOD",), ()]),
+            seq(["me", "now"], [(), ("PERIOD",)], offset=5)]
+    batch = feat.collate(feat.windows(seqs, 8, 8))
+    grads, outs = [], []
+    for chunk, ckpt in ((0, False), (1, True), (3, True)):
+        model.attention_chunk, model.checkpoint_attention = chunk, ckpt
+        model.zero_grad()
+        loss = model.loss(batch)
+        loss.backward()
+        outs.append(loss.detach())
+        grads.append(model.att_c.weight.grad.clone())
+    for out, grad in zip(outs[1:], grads[1:], strict=True):
+        torch.testing.assert_close(out, outs[0])
+        torch.testing.assert_close(grad, grads[0], atol=1e-6, rtol=1e-5)
+    assert grads[0].abs().sum() > 0

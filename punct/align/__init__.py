@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+from punct.align import dtw_aligner as _dtw_aligner  # noqa: F401  (registers "dtw")
 from punct.align.base import (
     AlignedWord,
     Aligner,

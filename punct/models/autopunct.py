@@ -449,6 +449,7 @@ class AutopunctModel(PunctModel):
         self.custom_bert: CustomBert | None = None
         if bert:
             bcfg = _checked({} if bert is True else bert, BERT_KEYS, "model.custom_bert")
+            bcfg.setdefault("max_positions", featurizer.max_window)
             self.custom_bert = CustomBert(hidden, **bcfg)
 
         head = _checked(mcfg.get("head"), HEAD_KEYS, "model.head")

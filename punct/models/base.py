@@ -103,7 +103,15 @@ class PunctModel(nn.Module, abc.ABC):
 
 @dataclass
 class Family:
-    """A registered model family."""
+    """A registered model family.
+
+    Every callable receives the full resolved experiment config (``family``,
+    ``label_set``, ``featurizer``, ``model``, ``train``, ``decode``, ``init_from``; with
+    ``init_from`` the trainer adds ``init_config``, the resolved config of that
+    experiment). Optional model hook: ``load_init(state_dict)``; when present the trainer
+    calls it with the ``init_from`` experiment's ``best.pt`` weights (e.g. load and
+    freeze a stage-1 model), otherwise it loads them with ``strict=False``.
+    """
 
     name: str
     make_featurizer: Callable[[dict[str, Any]], Featurizer]

@@ -35,6 +35,7 @@ import numpy as np
 import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+from torch.utils.checkpoint import checkpoint
 
 from punct.infer.windows import window_spans
 from punct.labels import OPENING_LABELS, get_label_set
@@ -44,6 +45,8 @@ PAD, UNK, END, NUM = "<PAD>", "<UNK>", "<END>", "<NUM>"
 SPECIALS = (PAD, UNK, END, NUM)
 IGNORE = -100
 FEATURIZER_FILE = "brnn_featurizer.json"
+ATTENTION_ELEMENTS = 1 << 23
+"""Elements of the (B, steps, T, 2H) attention tensor computed at once (bounds memory)."""
 
 Combo = tuple[int, ...]
 
@@ -218,8 +221,11 @@ class BRNNText(PunctModel):
     """Stage 1: BiGRU + attention + late fusion + output GRU over label combinations."""
 
     def __init__(self, vocab_size: int, membership: torch.Tensor, opening: np.ndarray,
-                 hidden: int = 256, embedding: int | None = None):
+                 hidden: int = 256, embedding: int | None = None,
+                 checkpoint_attention: bool = True):
         super().__init__()
+        self.checkpoint_attention = checkpoint_attention
+        self.attention_chunk = 0  # steps per attention chunk; 0 = from ATTENTION_ELEMENTS
         embedding = embedding or hidden
         n_combos = membership.shape[0]
         self.hidden = hidden
@@ -231,7 +237,7 @@ class BRNNText(PunctModel):
         self.att_c = nn.Linear(ctx, ctx)  # W_c C (+ bias)
         self.att_h = nn.Linear(hidden, ctx, bias=False)  # W_h s_{t-1}
         self.att_w = nn.Linear(ctx, 1, bias=False)  # w
-        self.out_gru = nn.GRUCell(ctx, hidden)
+        self.out_gru = nn.GRU(ctx, hidden, batch_first=True)
         self.fuse_c = nn.Linear(ctx, hidden, bias=False)  # l_t = W_l (attended context)
         self.fuse_f = nn.Linear(hidden, hidden, bias=False)  # W_ff
         self.fuse_h = nn.Linear(hidden, hidden)  # W_fh (+ b_f)
@@ -249,27 +255,50 @@ class BRNNText(PunctModel):
         ctx, _ = pad_packed_sequence(out, batch_first=True, total_length=ids.shape[1])
         return ctx
 
+    def attend(self, projected: torch.Tensor, ctx: torch.Tensor, query: torch.Tensor,
+               valid: torch.Tensor) -> torch.Tensor:
+        """Attended contexts for a chunk of steps: ``a_t = softmax(w·tanh(W_c C + W_h s))``.
+
+        ``projected`` (B, T, A) = W_c C + b; ``query`` (B, c, A) = W_h s_{t-1} for c steps;
+        returns ``sum_j a_tj C_j`` (B, c, 2H).
+        """
+        hidden = torch.tanh(projected[:, None, :, :] + query[:, :, None, :])  # (B, c, T, A)
+        scores = self.att_w(hidden).squeeze(-1).masked_fill(~valid[:, None, :], float("-inf"))
+        return torch.softmax(scores, dim=-1) @ ctx
+
     def fused_states(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
-        """Late-fused output states ``h_t`` for slots 1..T-1: (B, T-1, H)."""
+        """Late-fused output states ``h_t`` for slots 1..T-1: (B, T-1, H).
+
+        The output GRU's recurrence does not depend on the attention (punctuator2 feeds
+        the attended context only into the late fusion), so the GRU runs over the whole
+        sequence at once and the attention of all steps is computed in parallel, in chunks
+        of steps bounding memory; in training each chunk is recomputed in the backward
+        pass (``checkpoint_attention``) instead of storing (B, c, T, 2H) activations.
+        """
         ids, lengths = batch["ids"], batch["lengths"]
         ctx = self.context(ids, lengths)
         b, t_len, _ = ctx.shape
-        valid = torch.arange(t_len, device=ids.device)[None, :] < lengths[:, None]
-        projected = self.att_c(ctx)
-        state = ctx.new_zeros(b, self.hidden)
-        fused = []
-        for t in range(1, t_len):
-            scores = self.att_w(torch.tanh(projected + self.att_h(state)[:, None, :])).squeeze(-1)
-            scores = scores.masked_fill(~valid, float("-inf"))
-            alpha = torch.softmax(scores, dim=1)
-            attended = torch.bmm(alpha[:, None, :], ctx).squeeze(1)
-            state = self.out_gru(ctx[:, t], state)
-            late = self.fuse_c(attended)
-            gate = torch.sigmoid(self.fuse_f(late) + self.fuse_h(state))
-            fused.append(late * gate + state)
-        if not fused:
+        if t_len < 2:
             return ctx.new_zeros(b, 0, self.hidden)
-        return torch.stack(fused, dim=1)
+        valid = torch.arange(t_len, device=ids.device)[None, :] < lengths[:, None]
+        states, _ = self.out_gru(ctx[:, 1:])  # s_1 .. s_{T-1}, s_0 = 0
+        previous = torch.cat([states.new_zeros(b, 1, self.hidden), states[:, :-1]], dim=1)
+        projected = self.att_c(ctx)
+        queries = self.att_h(previous)
+        chunk = self.attention_chunk or max(1, ATTENTION_ELEMENTS // max(1, b * t_len *
+                                                                          projected.shape[-1]))
+        recompute = self.checkpoint_attention and torch.is_grad_enabled() and self.training
+        parts = []
+        for t0 in range(0, t_len - 1, chunk):
+            query = queries[:, t0:t0 + chunk]
+            if recompute:
+                parts.append(checkpoint(self.attend, projected, ctx, query, valid,
+                                        use_reentrant=False))
+            else:
+                parts.append(self.attend(projected, ctx, query, valid))
+        late = self.fuse_c(torch.cat(parts, dim=1))
+        gate = torch.sigmoid(self.fuse_f(late) + self.fuse_h(states))
+        return late * gate + states
 
     def slot_logits(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
         """Logits over label combinations for slots 1..T-1: (B, T-1, K)."""
@@ -356,7 +385,8 @@ class BRNNPause(PunctModel):
 
 def _stage1(model_cfg: dict[str, Any], featurizer: BRNNFeaturizer) -> BRNNText:
     return BRNNText(len(featurizer.vocab), featurizer.membership(), featurizer.opening,
-                    int(model_cfg.get("hidden", 256)), model_cfg.get("embedding"))
+                    int(model_cfg.get("hidden", 256)), model_cfg.get("embedding"),
+                    bool(model_cfg.get("checkpoint_attention", True)))
 
 
 def make_model(config: dict[str, Any], featurizer: Featurizer) -> PunctModel:
@@ -365,7 +395,7 @@ def make_model(config: dict[str, Any], featurizer: Featurizer) -> PunctModel:
     if not isinstance(featurizer, BRNNFeaturizer):
         raise TypeError("the brnn family needs a BRNNFeaturizer")
     model_cfg = config.get("model") or {}
-    known = {"hidden", "embedding", "pause", "pause_hidden"}
+    known = {"hidden", "embedding", "pause", "pause_hidden", "checkpoint_attention"}
     unknown = set(model_cfg) - known
     if unknown:
         raise ValueError(f"unknown brnn model options {sorted(unknown)}; known {sorted(known)}")

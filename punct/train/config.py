@@ -144,11 +144,14 @@ def resolve_config(raw: dict[str, Any], overrides: list[str] | None = None,
     return config
 
 
-def load_config(path: str | Path, overrides: list[str] | None = None) -> dict[str, Any]:
-    """Read a YAML config file and resolve it."""
+def read_raw_config(path: str | Path, _seen: tuple[Path, ...] = ()) -> dict[str, Any]:
+    """Read a YAML config; ``base: other.yaml`` (relative to this file) is read first and
+    this file's keys are merged over it, so recipe configs only state what differs."""
     path = Path(path)
     if not path.is_file():
         raise MissingDataError(f"config file not found: {path}", path)
+    if path.resolve() in _seen:
+        raise PunctInputError("circular 'base:' chain", path)
     try:
         raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     except yaml.YAMLError as err:
@@ -157,7 +160,18 @@ def load_config(path: str | Path, overrides: list[str] | None = None) -> dict[st
         if mark is not None:
             line = mark.line + 1
         raise PunctInputError(f"invalid YAML: {err}", path, line) from err
-    return resolve_config(raw, overrides, path)
+    if not isinstance(raw, dict):
+        raise PunctInputError("config must be a YAML mapping", path)
+    base = raw.pop("base", None)
+    if base is None:
+        return raw
+    parent = read_raw_config(path.parent / str(base), (*_seen, path.resolve()))
+    return deep_merge(parent, raw)
+
+
+def load_config(path: str | Path, overrides: list[str] | None = None) -> dict[str, Any]:
+    """Read a YAML config file (following ``base:``) and resolve it."""
+    return resolve_config(read_raw_config(path), overrides, path)
 
 
 def save_config(config: dict[str, Any], path: str | Path) -> None:

@@ -1,0 +1,534 @@
+"""``dtw``: align words by DTW against an eSpeak NG rendering of the transcript.
+
+The aligner sees only the audio and the unpunctuated words (and the language):
+
+1. **Render.** The words, joined by spaces, are spoken by eSpeak NG with the default
+   voice of the utterance's language; the rendering's word timings come from eSpeak's
+   word events (:func:`punct.synth.mini.word_timings`). The speaking rate is refitted
+   (up to ``rate_iterations`` renderings) so the rendering's speech time (VAD, pauses
+   excluded) matches the real audio's.
+2. **Features.** 25 ms / 10 ms MFCCs (+ deltas) with per-utterance mean/variance
+   normalisation over speech frames, for both signals (:mod:`punct.features`). Silences
+   of the rendering are compressed to ``render_keep_silence`` frames, so the rendering
+   is (almost) pure speech.
+3. **DTW.** Rows are real-audio frames, columns rendering frames; every real frame takes
+   exactly one step: stay on the same rendering frame, advance one, or advance two.
+   The cumulative cost is computed row by row in numpy inside a band around the
+   "speech-time diagonal" (real and rendered frames with the same share of speech time
+   before them), so memory is ``n_real x band`` bytes of back-pointers, never
+   ``n_real x n_render``. A silent real frame may stay on the rendering at the cheap
+   ``silence_cost`` (plus ``mid_word_silence`` away from word boundaries), which is
+   how the real pauses that the rendering lacks are absorbed.
+4. **Map and snap.** Each rendered word's start/end frame maps to the first real frame
+   whose path column reaches it. A word boundary within ``snap_tolerance`` of a
+   detected silence (:mod:`punct.align.vad`, pauses >= ``vad.min_pause``) becomes that
+   silence: the word ends where the silence starts and the next starts where it ends.
+
+Transcripts that do not match the audio are detected (no speech; a rendering that
+would have to be sped up or slowed down beyond ``max_rate_factor``; a DTW path whose
+mean cost is not clearly below that of random frame pairs, ``max_cost_ratio``). Then
+the aligner raises :class:`~punct.errors.PunctInputError` naming the wav.scp line
+(``on_mismatch="error"``, the default) or returns ``None`` with a warning
+(``on_mismatch="skip"``: the CLI writes empty timings for that utterance).
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from punct.align.base import AlignedWord, Aligner, AlignRequest, AlignResult, register_aligner
+from punct.align.vad import FRAME_SHIFT, VadConfig, _runs, frame_log_energy, speech_mask
+from punct.errors import PunctInputError
+from punct.features.mfcc import MfccConfig, add_deltas, cmvn, mfcc
+
+#: eSpeak NG voice per utt2lang code (others are passed to eSpeak as they are).
+DEFAULT_VOICES: tuple[tuple[str, str], ...] = (("en", "en-us"), ("es", "es"), ("eu", "eu"),
+                                               ("hu", "hu"))
+_INT8_MAX_STEP = 2
+
+
+@dataclass(frozen=True)
+class DtwConfig:
+    """Rendering, features, DTW weights, snapping and mismatch checks (seconds)."""
+
+    voices: tuple[tuple[str, str], ...] = DEFAULT_VOICES
+    default_voice: str = "en-us"    # utterances without a language
+    base_rate: int = 175            # eSpeak words per minute of the first rendering
+    pitch: int = 50
+    rate_iterations: int = 3        # renderings at most (the first included)
+    rate_tolerance: float = 0.05    # stop refitting within this relative speech-time error
+    mfcc: MfccConfig = field(default_factory=MfccConfig)
+    delta_order: int = 1
+    vad: VadConfig = field(default_factory=VadConfig)  # speech time (rate fitting, band)
+    pause_vad: VadConfig = field(  # pauses that word boundaries snap to
+        default_factory=lambda: VadConfig(max_range_db=30.0, min_pause=0.10))
+    frame_vad: VadConfig = field(default_factory=lambda: VadConfig(min_pause=0.03))
+    render_keep_silence: int = 4    # frames kept of each silent stretch of the rendering
+    stay_penalty: float = 0.05      # extra cost of staying on a rendering frame
+    skip_penalty: float = 0.05      # extra cost of advancing two rendering frames
+    silence_cost: float = 0.35      # a silent real frame absorbed at a word boundary
+    mid_word_silence: float = 0.6   # ... extra when absorbed inside a rendered word
+    boundary_frames: int = 3        # "at a word boundary": within this many frames
+    band_radius: float = 3.0        # band half-width, at least this many seconds ...
+    band_share: float = 0.12        # ... or this share of the rendering, if larger
+    max_band_cells: int = 150_000_000  # back-pointer bytes at most (narrows the band)
+    snap_tolerance: float = 0.12    # rendered-time distance of a pause to a word boundary
+    absorb_share: float = 0.5       # share of a silence's frames that must be DTW stays
+    min_word: float = 0.02
+    max_rate_factor: float = 1.5    # rendered / real speech time outside [1/f, f]: mismatch
+    max_cost_ratio: float = 0.92    # path cost / reversed-rendering cost above: mismatch
+    on_mismatch: str = "error"      # "error" (PunctInputError) or "skip" (None + warning)
+
+
+@dataclass(frozen=True)
+class DtwPath:
+    """A DTW path with one rendering column per real frame (non-decreasing)."""
+
+    cols: np.ndarray
+    total: float
+    band_width: int
+
+
+@dataclass
+class DtwAlignment:
+    """Word timings plus the diagnostics used for the mismatch check."""
+
+    words: list[AlignedWord]
+    duration: float
+    voice: str
+    rate: int
+    rate_factor: float      # rendered / real speech time at the base rate
+    cost_ratio: float       # mean path cost on speech / mean random-pair cost
+    band_width: int
+    mismatch: str | None = None  # why the transcript looks wrong for the audio, if it does
+
+
+# ----------------------------------------------------------------------------- DTW core
+
+
+def band_limits(centers: np.ndarray, radius: int, n_cols: int) -> tuple[np.ndarray, int]:
+    """Per-row first column ``lo`` and the band width for columns ``centers ± radius``.
+
+    Row 0 starts at column 0 and the last row's band holds the last column.
+    """
+    width = int(min(n_cols, 2 * max(0, radius) + 1))
+    lo = np.clip(np.asarray(centers, dtype=np.int64) - radius, 0, n_cols - width)
+    lo = np.maximum.accumulate(lo)
+    lo[0] = 0
+    lo[-1] = n_cols - width
+    return lo.astype(np.int64), width
+
+
+def banded_dtw(
+    n_rows: int,
+    n_cols: int,
+    diag_cost: Callable[[int, int, int], np.ndarray],
+    stay_cost: Callable[[int, int, int, np.ndarray], np.ndarray] | None = None,
+    lo: np.ndarray | None = None,
+    width: int | None = None,
+    skip_penalty: float = 0.0,
+) -> DtwPath:
+    """Minimum-cost path from (0, 0) to (n_rows - 1, n_cols - 1).
+
+    Each row takes one step from the previous row: column +0 (cost ``stay_cost``),
+    +1 (``diag_cost``) or +2 (``diag_cost + skip_penalty``). ``diag_cost(i, j0, j1)``
+    returns the costs of row ``i`` for columns ``j0..j1-1``; ``stay_cost(i, j0, j1, diag)``
+    those of staying (default: the diagonal costs). With ``lo``/``width`` only columns
+    ``lo[i] .. lo[i] + width - 1`` of row ``i`` are considered (``lo`` non-decreasing);
+    memory is one int8 per band cell plus two rows of costs. Raises ValueError when no
+    path exists (e.g. ``n_cols > 2 * n_rows - 1`` or a band too narrow).
+    """
+    if n_rows < 1 or n_cols < 1:
+        raise ValueError("DTW needs at least one row and one column")
+    if width is None or lo is None:
+        lo, width = np.zeros(n_rows, dtype=np.int64), n_cols
+    if len(lo) != n_rows or not 1 <= width <= n_cols:
+        raise ValueError("band: need one lo per row and 1 <= width <= n_cols")
+    if np.any(np.diff(lo) < 0) or lo[0] != 0 or lo[-1] + width < n_cols:
+        raise ValueError("band: lo must be non-decreasing, start at 0 and reach the last column")
+    back = np.zeros((n_rows, width), dtype=np.int8)
+    inf = np.inf
+    prev = np.full(width, inf)
+    first = diag_cost(0, 0, width)
+    prev[0] = first[0]  # the path starts at column 0
+    offsets = np.arange(width)
+    for i in range(1, n_rows):
+        j0 = int(lo[i])
+        shift = j0 - int(lo[i - 1])
+        diag = diag_cost(i, j0, j0 + width)
+        stay = diag if stay_cost is None else stay_cost(i, j0, j0 + width, diag)
+        best = np.full(width, inf)
+        step = np.zeros(width, dtype=np.int8)
+        for s in range(_INT8_MAX_STEP + 1):
+            src = offsets + shift - s  # index of column j - s in the previous row's band
+            ok = (src >= 0) & (src < width)
+            cand = np.full(width, inf)
+            cand[ok] = prev[src[ok]]
+            if s == 0:
+                cand = cand + stay
+            else:
+                cand = cand + diag + (skip_penalty if s == 2 else 0.0)
+            take = cand < best
+            best[take] = cand[take]
+            step[take] = s
+        back[i] = step
+        prev = best
+    end = n_cols - 1 - int(lo[-1])
+    total = float(prev[end])
+    if not math.isfinite(total):
+        raise ValueError(f"no DTW path through the band ({n_rows} rows, {n_cols} columns, "
+                         f"width {width})")
+    cols = np.empty(n_rows, dtype=np.int64)
+    j = n_cols - 1
+    for i in range(n_rows - 1, -1, -1):
+        cols[i] = j
+        j -= int(back[i, j - int(lo[i])])
+    if cols[0] != 0:  # pragma: no cover - row 0 only allows column 0
+        raise ValueError("DTW back-trace did not reach column 0")
+    return DtwPath(cols, total, width)
+
+
+def dtw_matrix(
+    cost: np.ndarray, stay: np.ndarray | None = None, skip_penalty: float = 0.0
+) -> DtwPath:
+    """:func:`banded_dtw` on a full local-cost matrix (rows x cols); for small problems."""
+    cost = np.asarray(cost, dtype=np.float64)
+    stay_m = None if stay is None else np.asarray(stay, dtype=np.float64)
+    return banded_dtw(
+        cost.shape[0], cost.shape[1],
+        lambda i, a, b: cost[i, a:b],
+        None if stay_m is None else (lambda i, a, b, _d: stay_m[i, a:b]),
+        skip_penalty=skip_penalty,
+    )
+
+
+# ----------------------------------------------------------------------------- rendering
+
+
+def frame_seconds(rate: int) -> float:
+    """The true frame shift at ``rate``: the hop is a whole number of samples
+    (``round(rate * 0.01)``: 220 samples = 9.977 ms at 22,050 Hz, not 10 ms)."""
+    return max(1, round(rate * FRAME_SHIFT)) / rate
+
+
+@dataclass(frozen=True)
+class Rendering:
+    """eSpeak audio (float, ±1) and the rendered words' (start, end) in seconds."""
+
+    samples: np.ndarray
+    rate: int
+    spans: tuple[tuple[float, float], ...]
+    voice: str
+    wpm: int
+
+
+def voice_for(lang: str | None, config: DtwConfig = DtwConfig()) -> str:
+    """The eSpeak voice for an utt2lang code (the code itself when it is not listed)."""
+    if not lang:
+        return config.default_voice
+    return dict(config.voices).get(lang.lower(), lang.lower())
+
+
+def render(words: Sequence[str], voice: str, wpm: int, pitch: int = 50,
+           where: tuple[str | None, int | None] = (None, None)) -> Rendering:
+    """Speak ``words`` (space-joined, no punctuation) and time them from eSpeak's events."""
+    from punct.synth.espeak import RATE_RANGE, EspeakError, get_engine
+    from punct.synth.mini import word_timings
+
+    text = " ".join(words)
+    wpm = int(min(max(wpm, RATE_RANGE[0]), RATE_RANGE[1]))
+    try:
+        result = get_engine().synthesize(text, voice, wpm, pitch)
+    except EspeakError as err:
+        raise PunctInputError(f"eSpeak NG cannot render with voice {voice!r}: "
+                              f"{str(err).splitlines()[0]}", *where) from err
+    timings = word_timings(text, result, *where)
+    got = [t.word for t in timings]
+    if got != list(words):
+        raise PunctInputError(f"rendered words {got[:5]}... differ from the transcript",
+                              *where)
+    samples = result.samples.astype(np.float64) / 32768.0
+    return Rendering(samples, result.sample_rate,
+                     tuple((t.start, t.end) for t in timings), voice, wpm)
+
+
+# ----------------------------------------------------------------------------- features
+
+
+def _features(samples: np.ndarray, rate: int, speech: np.ndarray, config: DtwConfig,
+              high_hz: float) -> np.ndarray:
+    # the VAD frames are FRAME_SHIFT apart: the features must share them
+    cfg = MfccConfig(**{**config.mfcc.__dict__, "high_hz": high_hz,
+                        "frame_shift": FRAME_SHIFT})
+    feats = mfcc(samples, rate, cfg)
+    if config.delta_order:
+        feats = add_deltas(feats, order=config.delta_order)
+    n = min(len(feats), len(speech))
+    return cmvn(feats[:n], speech[:n])
+
+
+def _compress_silence(silent: np.ndarray, keep: int) -> np.ndarray:
+    """Mask of rendering frames kept: all speech, ``keep`` frames of each silent run."""
+    kept = np.ones(len(silent), dtype=bool)
+    for s, e in _runs(silent):
+        if e - s > keep:
+            head = (keep + 1) // 2
+            kept[s + head: e - (keep - head)] = False
+    return kept
+
+
+# ----------------------------------------------------------------------------- alignment
+
+
+def _speech_frames(samples: np.ndarray, rate: int, cfg: VadConfig) -> tuple[np.ndarray,
+                                                                            np.ndarray]:
+    energy = frame_log_energy(samples, rate, cfg)
+    return energy, speech_mask(energy, cfg)
+
+
+def _fit_rendering(words: Sequence[str], voice: str, real_speech_s: float, config: DtwConfig,
+                   where: tuple[str | None, int | None]) -> tuple[Rendering, float]:
+    """Render at the base rate, then refit the rate to the real speech time."""
+    wpm = config.base_rate
+    rend = render(words, voice, wpm, config.pitch, where)
+    factor = 1.0
+    for it in range(max(1, config.rate_iterations)):
+        rs = float(speech_mask(frame_log_energy(rend.samples, rend.rate, config.vad),
+                               config.vad).sum()) * frame_seconds(rend.rate)
+        ratio = rs / max(real_speech_s, 1e-6)
+        if it == 0:
+            factor = ratio
+        if abs(ratio - 1.0) <= config.rate_tolerance or it + 1 >= config.rate_iterations:
+            break
+        new = round(rend.wpm * ratio)
+        from punct.synth.espeak import RATE_RANGE
+
+        new = int(min(max(new, RATE_RANGE[0]), RATE_RANGE[1]))
+        if new == rend.wpm:
+            break
+        rend = render(words, voice, new, config.pitch, where)
+    return rend, factor
+
+
+def align_dtw(
+    samples: np.ndarray,
+    rate: int,
+    words: Sequence[str],
+    lang: str | None = None,
+    config: DtwConfig = DtwConfig(),
+    where: tuple[str | None, int | None] = (None, None),
+) -> DtwAlignment:
+    """Align ``words`` to mono ``samples`` (see the module docstring); never raises for a
+    mismatch, it reports it in ``DtwAlignment.mismatch`` (timings are then unreliable)."""
+    words = list(words)
+    duration = len(samples) / rate if rate else 0.0
+    voice = voice_for(lang, config)
+    if not words:
+        return DtwAlignment([], duration, voice, 0, 1.0, 0.0, 0)
+    energy, speech = _speech_frames(samples, rate, config.vad)
+    shift = frame_seconds(rate)
+    real_speech_s = float(speech.sum()) * shift
+    n_real = len(energy)
+    if real_speech_s <= 0 or n_real < 2:
+        return _fallback(words, duration, voice, "no speech detected in the audio")
+    rend, factor = _fit_rendering(words, voice, real_speech_s, config, where)
+    f = config.max_rate_factor
+    mismatch = None
+    if not 1.0 / f <= factor <= f:
+        mismatch = (f"the rendered transcript has {factor:.2f}x the audio's speech time "
+                    f"(allowed 1/{f:g}..{f:g})")
+    # frames: real (all), rendering (silences compressed)
+    real_silent = ~speech_mask(energy, config.frame_vad)
+    r_energy = frame_log_energy(rend.samples, rend.rate, config.frame_vad)
+    r_speech = speech_mask(r_energy, config.frame_vad)
+    kept = _compress_silence(~r_speech, config.render_keep_silence)
+    high = min(config.mfcc.high_hz, rate / 2, rend.rate / 2)
+    x = _features(samples, rate, ~real_silent, config, high)
+    y_all = _features(rend.samples, rend.rate, r_speech, config, high)
+    n_real = len(x)
+    kept = kept[: len(y_all)]
+    y = y_all[kept]
+    n_rend = len(y)
+    # rendered word spans in compressed frames (end exclusive)
+    index = np.concatenate(([0], np.cumsum(kept)))
+    r_shift = frame_seconds(rend.rate)
+    spans = np.array([[index[min(len(kept), round(s / r_shift))],
+                       index[min(len(kept), round(e / r_shift))]] for s, e in rend.spans])
+    spans[:, 1] = np.maximum(spans[:, 1], spans[:, 0] + 1)
+    if n_rend > 2 * n_real - 1:
+        return _fallback(words, duration, voice, mismatch or (
+            f"the rendering ({n_rend} speech frames) is over twice as long as the audio "
+            f"({n_real} frames)"), rend.wpm, factor)
+    near = np.zeros(n_rend, dtype=bool)
+    bf = config.boundary_frames
+    for s, e in spans:
+        near[max(0, s - bf): s + bf + 1] = True
+        near[max(0, e - bf): e + bf + 1] = True
+    near |= ~r_speech[: len(kept)][kept]
+    silent_row = real_silent[:n_real]
+    y_speech = r_speech[: len(kept)][kept]
+    absorb = config.silence_cost + config.mid_word_silence * (~near)
+    try:
+        path = _run_dtw(x, y, silent_row, absorb, speech[:n_real], y_speech, config)
+    except ValueError as err:
+        return _fallback(words, duration, voice, mismatch or str(err), rend.wpm, factor)
+    ratio = 0.0
+    if config.max_cost_ratio < math.inf:
+        ratio = _control_ratio(x, y, path, silent_row, absorb, speech[:n_real], y_speech,
+                               config)
+    if mismatch is None and ratio > config.max_cost_ratio:
+        mismatch = (f"the audio matches the rendered transcript hardly better than the "
+                    f"time-reversed rendering (DTW cost ratio {ratio:.2f} > "
+                    f"{config.max_cost_ratio:g})")
+    starts = np.searchsorted(path.cols, spans[:, 0], side="left")
+    ends = np.searchsorted(path.cols, spans[:, 1], side="left")
+    pause_speech = speech_mask(frame_log_energy(samples, rate, config.pause_vad),
+                               config.pause_vad)
+    times = _snap(starts, ends, pause_speech[:n_real], path.cols, spans, shift, config)
+    out = [AlignedWord(w, round(min(s, duration), 4), round(min(max(e, s), duration), 4))
+           for w, (s, e) in zip(words, times, strict=True)]
+    return DtwAlignment(out, duration, voice, rend.wpm, factor, ratio, path.band_width,
+                        mismatch)
+
+
+def _band(real_speech: np.ndarray, rend_speech: np.ndarray, n_real: int, n_rend: int,
+          config: DtwConfig) -> tuple[np.ndarray, int]:
+    """Band around the speech-time diagonal, narrowed to ``max_band_cells``."""
+    cr = np.cumsum(real_speech.astype(float))
+    cy = np.cumsum(rend_speech.astype(float))
+    cr /= max(cr[-1], 1.0)
+    cy /= max(cy[-1], 1.0)
+    centers = np.searchsorted(cy, cr, side="left")
+    radius = max(config.band_radius / FRAME_SHIFT, config.band_share * n_rend)
+    radius = min(radius, (config.max_band_cells / max(n_real, 1) - 1) / 2)
+    return band_limits(np.minimum(centers, n_rend - 1), int(max(radius, 2)), n_rend)
+
+
+def _local_cost(x: np.ndarray, y: np.ndarray) -> Callable[[int, int, int], np.ndarray]:
+    """Euclidean distance / sqrt(dim) between real frame ``i`` and rendering frames a..b-1."""
+    scale = 1.0 / math.sqrt(x.shape[1])
+    yy = (y * y).sum(axis=1)
+    xx = (x * x).sum(axis=1)
+
+    def cost(i: int, a: int, b: int) -> np.ndarray:
+        d2 = xx[i] + yy[a:b] - 2.0 * (y[a:b] @ x[i])
+        return np.sqrt(np.maximum(d2, 0.0)) * scale
+
+    return cost
+
+
+def _run_dtw(x: np.ndarray, y: np.ndarray, silent_row: np.ndarray, absorb: np.ndarray,
+             x_speech: np.ndarray, y_speech: np.ndarray, config: DtwConfig) -> DtwPath:
+    """The silence-aware banded DTW of real features ``x`` against rendered ``y``."""
+    diag_cost = _local_cost(x, y)
+    pen = config.stay_penalty
+
+    def stay_cost(i: int, a: int, b: int, diag: np.ndarray) -> np.ndarray:
+        stay = diag + pen
+        if silent_row[i]:
+            stay = np.minimum(stay, absorb[a:b])
+        return stay
+
+    lo, width = _band(x_speech, y_speech, len(x), len(y), config)
+    return banded_dtw(len(x), len(y), diag_cost, stay_cost, lo, width, config.skip_penalty)
+
+
+def _path_cost(x: np.ndarray, y: np.ndarray, cols: np.ndarray, rows: np.ndarray) -> float:
+    return float(np.linalg.norm(x[rows] - y[cols[rows]], axis=1).mean())
+
+
+def _control_ratio(x: np.ndarray, y: np.ndarray, path: DtwPath, silent_row: np.ndarray,
+                   absorb: np.ndarray, x_speech: np.ndarray, y_speech: np.ndarray,
+                   config: DtwConfig) -> float:
+    """Mean local cost on the path's speech rows over the same for the time-reversed
+    rendering (same sounds, wrong order): near 1 when the words do not fit the audio."""
+    rows = np.flatnonzero(~silent_row)
+    if rows.size == 0:
+        return math.inf
+    y_rev = np.ascontiguousarray(y[::-1])
+    try:
+        rev = _run_dtw(x, y_rev, silent_row, absorb[::-1], x_speech, y_speech[::-1], config)
+    except ValueError:
+        return 0.0
+    return _path_cost(x, y, path.cols, rows) / max(_path_cost(x, y_rev, rev.cols, rows), 1e-9)
+
+
+def _snap(starts: np.ndarray, ends: np.ndarray, speech: np.ndarray, cols: np.ndarray,
+          spans: np.ndarray, shift: float, config: DtwConfig) -> list[tuple[float, float]]:
+    """Frame boundaries -> seconds; word boundaries move onto the pauses the path absorbed.
+
+    A detected silence (``~speech`` run) counts as a pause of the transcript when at least
+    ``absorb_share`` of its frames are DTW stays (the rendering has no matching silence);
+    it goes to the rendered word boundary nearest to the rendering column the path stays
+    on, if that is within ``snap_tolerance``: the word before ends where the silence
+    starts and the word after starts where it ends.
+    """
+    n = len(starts)
+    s = starts.astype(float) * shift
+    e = ends.astype(float) * shift
+    # rendered boundary k (0..n): before word k; its column range [left, right]
+    left = np.concatenate(([spans[0, 0]], spans[:, 1]))
+    right = np.concatenate((spans[:, 0], [spans[-1, 1]]))
+    stays = np.concatenate(([False], np.diff(cols) == 0))
+    tol = config.snap_tolerance / FRAME_SHIFT
+    mw = config.min_word
+    for a, b in _runs(~speech):
+        if b - a < 2 or stays[a:b].mean() < config.absorb_share:
+            continue
+        col = float(np.median(cols[a:b][stays[a:b]]))
+        dist = np.maximum(0.0, np.maximum(left - col, col - right))
+        k = int(np.argmin(dist))
+        if dist[k] > tol:
+            continue
+        ta, tb = a * shift, b * shift
+        if k > 0 and ta > s[k - 1] + mw:
+            e[k - 1] = ta
+        if k < n and tb < e[k] - mw:
+            s[k] = tb
+    # keep the words ordered and non-overlapping
+    for k in range(n):
+        if k > 0:
+            s[k] = max(s[k], e[k - 1])
+        e[k] = max(e[k], s[k])
+    return list(zip(s.tolist(), e.tolist(), strict=True))
+
+
+def _fallback(words: list[str], duration: float, voice: str, why: str, wpm: int = 0,
+              factor: float = 0.0) -> DtwAlignment:
+    """Words spread evenly (letters) over the audio, flagged with ``why``."""
+    lengths = np.array([len(w) + 2 for w in words], dtype=float)
+    edges = np.concatenate(([0.0], np.cumsum(lengths))) / lengths.sum() * duration
+    out = [AlignedWord(w, round(edges[i], 4), round(edges[i + 1], 4))
+           for i, w in enumerate(words)]
+    return DtwAlignment(out, duration, voice, wpm, factor, float("inf"), 0, why)
+
+
+@register_aligner("dtw")
+class DtwAligner(Aligner):
+    """DTW against an eSpeak NG rendering of the words (see the module docstring)."""
+
+    name = "dtw"
+
+    def __init__(self, config: DtwConfig | None = None, **_: object):
+        self.config = config or DtwConfig()
+        if self.config.on_mismatch not in ("error", "skip"):
+            raise ValueError(f"on_mismatch must be 'error' or 'skip', not "
+                             f"{self.config.on_mismatch!r}")
+
+    def align(self, request: AlignRequest) -> AlignResult | None:
+        samples, rate = request.load_audio()
+        where = (request.wav_scp, request.wav_line)
+        result = align_dtw(samples, rate, request.words, request.lang, self.config, where)
+        if result.mismatch:
+            message = f"utterance {request.utt_id}: transcript does not fit the audio: " \
+                      f"{result.mismatch}"
+            if self.config.on_mismatch == "error":
+                raise PunctInputError(message, request.wav_scp, request.wav_line)
+            print(f"warning: {message}; no timings", file=sys.stderr)
+            return None
+        return AlignResult(result.words, result.duration)

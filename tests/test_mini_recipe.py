@@ -1,0 +1,111 @@
+"""The mini recipe end to end (stages 0-6) with the tiny configs, as CI runs it.
+
+Runs the real stage driver in a temporary recipe directory, then checks the stage
+contract (done markers, rerun does nothing), the tables (every system row filled)
+and that every system beats the all-O baseline on the mini test set.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SYSTEMS = {
+    "brnn_text": "brnn", "brnn_pause": "brnn",
+    "autopunct_text": "autopunct", "autopunct_dg": "autopunct",
+}
+
+pytestmark = pytest.mark.slow
+
+
+def run_recipe(recipe: Path, *args: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PUNCT_RECIPE_DIR=str(recipe))
+    return subprocess.run(
+        ["bash", str(ROOT / "run.sh"), "--corpus", "mini", "--model-conf-dir", "conf/model/tiny",
+         "--baseline-systems", "brnn_text brnn_pause",
+         "--transformer-systems", "autopunct_text autopunct_dg", *args],
+        cwd=recipe, env=env, capture_output=True, text=True, timeout=3000,
+    )
+
+
+@pytest.fixture(scope="module")
+def recipe(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    recipe = tmp_path_factory.mktemp("mini_recipe")
+    proc = run_recipe(recipe)
+    if proc.returncode != 0:
+        pytest.fail(f"recipe failed ({proc.returncode}):\n{proc.stdout[-6000:]}\n"
+                    f"{proc.stderr[-6000:]}")
+    (recipe / "run.out").write_text(proc.stdout, encoding="utf-8")
+    return recipe
+
+
+def test_every_stage_ran_and_is_marked_done(recipe: Path) -> None:
+    for stage in range(7):
+        info = json.loads((recipe / ".stages" / f"{stage}.done").read_text())
+        assert info["stage"] == stage
+    out = (recipe / "run.out").read_text()
+    for stage in range(7):
+        assert f"Stage {stage}: " in out
+
+
+def test_rerun_does_nothing(recipe: Path) -> None:
+    before = {p: p.stat().st_mtime_ns for p in (recipe / "exp").rglob("*") if p.is_file()}
+    proc = run_recipe(recipe)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.count("already done") == 7
+    after = {p: p.stat().st_mtime_ns for p in (recipe / "exp").rglob("*") if p.is_file()}
+    assert before == after
+
+
+def test_data_dirs_and_alignment(recipe: Path) -> None:
+    for split in ("train", "dev", "test"):
+        langs = set((recipe / "data" / split / "utt2lang").read_text().split()[1::2])
+        assert langs == {"en", "es", "eu", "hu"}
+    evaluation = json.loads((recipe / "data/test/align/vad/eval.json").read_text())
+    assert evaluation["overall"]["share_aligned"] == 1.0
+    assert evaluation["overall"]["boundary_error_ms"]["median"] < 400
+
+
+def test_experiment_dirs_are_complete(recipe: Path) -> None:
+    for system in SYSTEMS:
+        exp = recipe / "exp" / system
+        for name in ("config.yaml", "env.json", "train.log"):
+            assert (exp / name).is_file(), exp / name
+        assert any(exp.glob("*.pt")), f"no checkpoint in {exp}"
+
+
+def test_every_system_beats_the_all_o_baseline(recipe: Path) -> None:
+    for system, _family in SYSTEMS.items():
+        scores = json.loads((recipe / f"exp/{system}/decode_test/scores.json").read_text())
+        overall = scores["metrics"]["all"]
+        assert overall["micro_f1"] > overall["baseline_all_o"]["micro_f1"] + 0.15, system
+        assert overall["words"] == 941
+        for lang in ("en", "es", "eu", "hu"):
+            assert scores["metrics"][lang]["micro_f1"] is not None
+        if system.startswith("autopunct"):
+            assert scores["cap_modelled"]
+            assert overall["cap_micro_f1"] > 0.3
+
+
+def test_tables_have_every_system_row_filled(recipe: Path) -> None:
+    results = recipe / "results"
+    for name in ("table4_micro_f1", "table5_class_f1", "table6_cap_f1", "table7_speed"):
+        assert (results / f"{name}.md").is_file()
+        assert (results / f"{name}.csv").is_file()
+    with open(results / "table4_micro_f1.csv", encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    ours = {row["System"]: row for row in rows if row["System"] in SYSTEMS}
+    assert set(ours) == set(SYSTEMS)
+    for row in ours.values():
+        for lang in ("EN", "ES", "EU", "HU", "ALL"):
+            assert row[lang] not in ("", "nan"), row
+    assert any("BRNN" == row["System"] for row in rows)  # the published row beside ours
+    assert (results / "class_f1.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    text = (recipe / "RESULTS.md").read_text()
+    assert "Table 4" in text and "autopunct_dg" in text
