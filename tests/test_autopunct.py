@@ -480,3 +480,24 @@ def test_real_minilm_first_subtoken_and_shapes() -> None:
     pred = model.predict(batch)
     assert pred.punct.shape == (1, batch["input_ids"].shape[1], n_labels)
     assert not any(p.requires_grad for p in model.encoder.parameters())
+
+
+def test_frozen_encoder_cache_gives_identical_states(tiny_dir: Path) -> None:
+    cfg = config(tiny_dir, encoder_train_layers=0)
+    feat = make_featurizer(cfg)
+    model = make_model(cfg, feat)
+    long_first = batch_for(feat, [seq("the zebra is a quokka".split()), seq("no".split(), 9)], 24)
+    model.eval()
+    plain = model.encode(long_first)
+    model.train()
+    first = model.encode(long_first)  # fills the cache
+    assert len(model._encoder_cache) == 2
+    again = model.encode(long_first)  # served from the cache
+    real = long_first["attention_mask"].bool()  # padding states are never used
+    torch.testing.assert_close(first[real], plain[real])
+    torch.testing.assert_close(again[real], plain[real])
+    # The same window padded differently in another batch gets the same states.
+    alone = batch_for(feat, [seq("no".split(), 9)], 24)
+    n = int(alone["attention_mask"].sum())
+    torch.testing.assert_close(model.encode(alone)[0, :n], plain[1, :n])
+    assert len(model._encoder_cache) == 2

@@ -20,13 +20,15 @@ The aligner sees only the audio and the unpunctuated words (and the language):
    ``silence_cost`` (plus ``mid_word_silence`` away from word boundaries), which is
    how the real pauses that the rendering lacks are absorbed.
 4. **Map and snap.** Each rendered word's start/end frame maps to the first real frame
-   whose path column reaches it. A word boundary within ``snap_tolerance`` of a
-   detected silence (:mod:`punct.align.vad`, pauses >= ``vad.min_pause``) becomes that
-   silence: the word ends where the silence starts and the next starts where it ends.
+   whose path column reaches it. A detected silence (:mod:`punct.align.vad` with
+   ``pause_vad``, at least ``min_pause`` long) that the path absorbed (mostly stays)
+   near a rendered word boundary (``snap_tolerance``) becomes that boundary's pause: the
+   word before ends where the silence starts, the next starts where it ends.
 
 Transcripts that do not match the audio are detected (no speech; a rendering that
 would have to be sped up or slowed down beyond ``max_rate_factor``; a DTW path whose
-mean cost is not clearly below that of random frame pairs, ``max_cost_ratio``). Then
+mean cost is hardly below that of a path against the time-reversed rendering,
+``max_cost_ratio``; a rendering over twice as long as the audio). Then
 the aligner raises :class:`~punct.errors.PunctInputError` naming the wav.scp line
 (``on_mismatch="error"``, the default) or returns ``None`` with a warning
 (``on_mismatch="skip"``: the CLI writes empty timings for that utterance).
@@ -66,7 +68,7 @@ class DtwConfig:
     delta_order: int = 1
     vad: VadConfig = field(default_factory=VadConfig)  # speech time (rate fitting, band)
     pause_vad: VadConfig = field(  # pauses that word boundaries snap to
-        default_factory=lambda: VadConfig(max_range_db=30.0, min_pause=0.10))
+        default_factory=lambda: VadConfig(max_range_db=25.0, min_pause=0.10))
     frame_vad: VadConfig = field(default_factory=lambda: VadConfig(min_pause=0.03))
     render_keep_silence: int = 4    # frames kept of each silent stretch of the rendering
     stay_penalty: float = 0.05      # extra cost of staying on a rendering frame
@@ -103,7 +105,7 @@ class DtwAlignment:
     voice: str
     rate: int
     rate_factor: float      # rendered / real speech time at the base rate
-    cost_ratio: float       # mean path cost on speech / mean random-pair cost
+    cost_ratio: float       # path cost on speech / that of the time-reversed rendering
     band_width: int
     mismatch: str | None = None  # why the transcript looks wrong for the audio, if it does
 
