@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 
@@ -22,3 +23,9 @@ class PunctInputError(ValueError):
 
 class MissingDataError(PunctInputError):
     """Required data is absent (exit code 2 in the command-line tools)."""
+
+
+def report_error(prog: str, err: Exception) -> int:
+    """Print ``prog: message`` to stderr and return the exit code (2 missing data, else 1)."""
+    print(f"{prog}: {err}", file=sys.stderr)
+    return 2 if isinstance(err, MissingDataError) else 1

@@ -40,7 +40,7 @@ from punct.align.ctm import (
 )
 from punct.align.evaluate import PAUSE_THRESHOLD, evaluate
 from punct.align.pauses import attach_timings, compute_pauses
-from punct.errors import MissingDataError, PunctInputError
+from punct.errors import MissingDataError, PunctInputError, report_error
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -334,12 +334,8 @@ def main(argv: list[str] | None = None) -> int:
             for job in range(1, args.num_jobs + 1):
                 run_job(args, job)
             summary = merge(args)
-    except MissingDataError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
     except (PunctInputError, ValueError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 1
+        return report_error("align", err)
     print(f"{summary} ({time.time() - t0:.1f} s)")
     return 0
 

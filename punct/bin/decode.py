@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from punct.errors import MissingDataError, PunctInputError
+from punct.errors import PunctInputError, report_error
 from punct.train.env import set_num_threads
 
 
@@ -103,12 +103,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         set_num_threads(args.num_threads)
         info = run(args)
-    except MissingDataError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
     except (PunctInputError, ValueError, KeyError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 1
+        return report_error("decode", err)
     print(f"decoded {info['words']} words ({info['utterances']} utts) with {info['family']} in "
           f"{info['seconds']:.2f}s ({info['words_per_s']} words/s, {info['device']}, batch "
           f"{info['batch_size']}) -> {args.out_dir}/words.tsv")

@@ -15,14 +15,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from punct.errors import MissingDataError, PunctInputError
+from punct.errors import MissingDataError, PunctInputError, report_error
 from punct.labels import CAP_LABELS, LABEL_SETS, PUNCT_LABELS
 from punct.wordtable import WordRow, read_word_table
 
@@ -131,12 +130,8 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         summary = run(args.data_dirs, args.out_dir, args.train_dir)
-    except MissingDataError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
     except PunctInputError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 1
+        return report_error("dump", err)
     print(f"dump: {summary['sets']} sets, {summary['words']} words validated; pause statistics "
           f"from {summary['train']} ({summary['pauses']} pauses) -> {args.out_dir}")
     return 0

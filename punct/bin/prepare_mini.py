@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from pathlib import Path
 
-from punct.errors import MissingDataError, PunctInputError
+from punct.errors import MissingDataError, PunctInputError, report_error
 from punct.kaldi import spk2utt_from_utt2spk, validate_data_dir, write_kv
 from punct.wordtable import WordRow, render_rows, rows_from_text, write_word_table
 
@@ -79,12 +78,8 @@ def main(argv: list[str] | None = None) -> int:
                 raise MissingDataError(f"no utterances in split {split}", args.synth_dir / "meta")
             counts = write_set(args.data_dir / split, chosen)
             summary.append(f"{split}: {counts['utterances']} utts, {counts['words']} words")
-    except MissingDataError as err:
-        print(f"prepare_mini: {err}", file=sys.stderr)
-        return 2
     except PunctInputError as err:
-        print(f"prepare_mini: {err}", file=sys.stderr)
-        return 1
+        return report_error("prepare_mini", err)
     print(f"prepare_mini: {'; '.join(summary)} -> {args.data_dir} ({time.time() - start:.1f} s)")
     return 0
 

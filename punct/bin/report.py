@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from punct.errors import MissingDataError, PunctInputError
+from punct.errors import MissingDataError, PunctInputError, report_error
 from punct.score.plots import make_plots
 from punct.score.published import load_published
 from punct.score.results_md import build_results_md
@@ -92,12 +92,8 @@ def main(argv: list[str] | None = None) -> int:
     command = "python -m punct.bin.report " + " ".join(shlex.quote(a) for a in raw)
     try:
         md_path = run(args, command)
-    except MissingDataError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
     except PunctInputError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 1
+        return report_error("report", err)
     print(f"report: tables and plots in {args.out_dir}, {md_path}")
     return 0
 

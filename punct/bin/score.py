@@ -11,11 +11,10 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
-from punct.errors import MissingDataError, PunctInputError
+from punct.errors import MissingDataError, PunctInputError, report_error
 from punct.labels import LABEL_SETS, get_label_set
 from punct.score.metrics import DEFAULT_LANG_GROUPS, read_utt2lang, score_tables
 from punct.wordtable import read_word_table
@@ -112,12 +111,8 @@ def main(argv: list[str] | None = None) -> int:
         args.lang_group = list(DEFAULT_LANG_GROUPS)
     try:
         doc = build_scores(args)
-    except MissingDataError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
     except PunctInputError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 1
+        return report_error("score", err)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.name + ".tmp")

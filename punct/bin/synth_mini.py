@@ -19,7 +19,7 @@ import time
 from collections.abc import Iterable
 
 from punct.data.mini_corpus import load_corpus
-from punct.errors import MissingDataError, PunctInputError
+from punct.errors import PunctInputError, report_error
 from punct.synth.mini import (
     UttPlan,
     plan_utterances,
@@ -82,12 +82,8 @@ def main(argv: list[str] | None = None) -> int:
             if not show_bar and (done + skipped) % 10 == 0:
                 print(f"synth_mini: {done + skipped}/{len(plans)} utterances", file=sys.stderr)
         wall = time.perf_counter() - t0
-    except MissingDataError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
     except PunctInputError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 1
+        return report_error("synth_mini", err)
     speed = audio_s / synth_wall if synth_wall > 0 else 0.0
     print(
         f"synth_mini: job {args.job}/{args.num_jobs}: synthesised {done} utterances "

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 
-from punct.errors import MissingDataError, PunctInputError
+from punct.errors import PunctInputError, report_error
 from punct.train.config import load_config
 from punct.train.env import set_num_threads
 
@@ -36,12 +35,8 @@ def main(argv: list[str] | None = None) -> int:
 
         summary = train_experiment(config, args.train_dir, args.dev_dir, args.exp_dir,
                                    threads=threads, quiet=args.quiet)
-    except MissingDataError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
     except (PunctInputError, ValueError, KeyError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 1
+        return report_error("train", err)
     print(json.dumps(summary))
     return 0
 
