@@ -27,6 +27,7 @@ DEFAULTS: dict[str, Any] = {
         "warmup_epochs": 0,
         "grad_clip": 0.0,
         "patience": 3,
+        "min_epochs": 0,
         "seed": 1234,
         "window": 64,
         "stride": 64,

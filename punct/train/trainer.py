@@ -5,7 +5,8 @@
 featurizer of ``init_from``), trains with the configured optimizer (linear warm-up,
 gradient clipping), evaluates on the dev set after every epoch with the shared decoder
 and the scorer's micro-F1 over non-O marks, keeps the best checkpoint and stops early
-after ``patience`` epochs without improvement (on dev ``micro_f1`` or dev ``loss``).
+after ``patience`` epochs without improvement (on dev ``micro_f1`` or dev ``loss``), never
+before ``min_epochs``.
 
 Experiment directory: ``config.yaml`` (resolved), ``env.json``, ``featurizer/``,
 ``best.pt``, ``last.pt`` (with optimizer state), ``train.log`` (one line per epoch),
@@ -253,7 +254,9 @@ def _train(config: dict[str, Any], train_dir: Path, dev_dir: Path, exp_dir: Path
         record = {"epoch": epoch, "train_loss": total / max(seen, 1), **dev,
                   "lr": optimizer.param_groups[0]["lr"],
                   "seconds": round(time.perf_counter() - e0, 3)}
-        score = dev["dev_micro_f1"] if criterion == "micro_f1" else -float(dev["dev_loss"])
+        # Ties on dev F1 (e.g. 0 while the model still predicts no mark) go to dev loss.
+        score = ((dev["dev_micro_f1"], -float(dev["dev_loss"])) if criterion == "micro_f1"
+                 else (-float(dev["dev_loss"]),))
         improved = best is None or score > best["score"]
         record["best"] = improved
         history.append(record)
@@ -270,7 +273,7 @@ def _train(config: dict[str, Any], train_dir: Path, dev_dir: Path, exp_dir: Path
             f"lr {record['lr']:.3g} time {record['seconds']:.1f}s" + (" *" if improved else ""))
         (exp_dir / "history.json").write_text(json.dumps(history, indent=1) + "\n",
                                               encoding="utf-8")
-        if bad_epochs >= int(tcfg["patience"]):
+        if bad_epochs >= int(tcfg["patience"]) and epoch >= int(tcfg.get("min_epochs", 0)):
             log(f"early stopping after epoch {epoch}: no dev {criterion} improvement in "
                 f"{bad_epochs} epochs")
             break
