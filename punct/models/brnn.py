@@ -217,7 +217,30 @@ class BRNNFeaturizer(Featurizer):
         return feat
 
 
-class BRNNText(PunctModel):
+class SlotModel(PunctModel):
+    """Shared by both BRNN stages: a softmax over label combinations per slot between
+    two words, trained with cross-entropy and read out as per-mark marginals."""
+
+    def slot_logits(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        raise NotImplementedError
+
+    def combos(self) -> tuple[torch.Tensor, np.ndarray]:
+        """(membership of marks in combinations, which marks are opening)."""
+        raise NotImplementedError
+
+    def loss(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        logits = self.slot_logits(batch)
+        target = batch["target"][:, 1:]
+        return nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]),
+                                           target.reshape(-1), ignore_index=IGNORE)
+
+    def predict(self, batch: dict[str, torch.Tensor]) -> Prediction:
+        probs = torch.softmax(self.slot_logits(batch).float(), dim=-1)
+        return Prediction(marginals_to_words(probs, *self.combos(), batch["lengths"]),
+                          None, {"slot_probs": probs})
+
+
+class BRNNText(SlotModel):
     """Stage 1: BiGRU + attention + late fusion + output GRU over label combinations."""
 
     def __init__(self, vocab_size: int, membership: torch.Tensor, opening: np.ndarray,
@@ -304,17 +327,9 @@ class BRNNText(PunctModel):
         """Logits over label combinations for slots 1..T-1: (B, T-1, K)."""
         return self.out(self.fused_states(batch))
 
-    def loss(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
-        logits = self.slot_logits(batch)
-        target = batch["target"][:, 1:]
-        return nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]),
-                                           target.reshape(-1), ignore_index=IGNORE)
+    def combos(self) -> tuple[torch.Tensor, np.ndarray]:
+        return self.membership, self.opening
 
-    def predict(self, batch: dict[str, torch.Tensor]) -> Prediction:
-        probs = torch.softmax(self.slot_logits(batch).float(), dim=-1)
-        return Prediction(marginals_to_words(probs, self.membership, self.opening,
-                                             batch["lengths"]),
-                          None, {"slot_probs": probs})
 
 
 def marginals_to_words(slot_probs: torch.Tensor, membership: torch.Tensor,
@@ -339,7 +354,7 @@ def marginals_to_words(slot_probs: torch.Tensor, membership: torch.Tensor,
     return out
 
 
-class BRNNPause(PunctModel):
+class BRNNPause(SlotModel):
     """Stage 2: frozen stage-1 model, a new GRU over [fused state; pause], a new output."""
 
     def __init__(self, stage1: BRNNText, hidden: int = 256):
@@ -370,17 +385,9 @@ class BRNNPause(PunctModel):
         states, _ = self.gru(torch.cat([fused, pause], dim=-1))
         return self.out(states)
 
-    def loss(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
-        logits = self.slot_logits(batch)
-        target = batch["target"][:, 1:]
-        return nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]),
-                                           target.reshape(-1), ignore_index=IGNORE)
+    def combos(self) -> tuple[torch.Tensor, np.ndarray]:
+        return self.stage1.membership, self.stage1.opening
 
-    def predict(self, batch: dict[str, torch.Tensor]) -> Prediction:
-        probs = torch.softmax(self.slot_logits(batch).float(), dim=-1)
-        return Prediction(marginals_to_words(probs, self.stage1.membership,
-                                             self.stage1.opening, batch["lengths"]),
-                          None, {"slot_probs": probs})
 
 
 def _stage1(model_cfg: dict[str, Any], featurizer: BRNNFeaturizer) -> BRNNText:
