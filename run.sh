@@ -44,7 +44,7 @@ train_set=train             # training set (data/<set>)
 dev_set=dev                 # validation set: model selection and early stopping
 test_sets="test"            # test sets to decode and score
 aligner=dtw                 # aligner for pauses (stage 2): dtw | vad | reference | ctm | textgrid
-reference_aligner=reference # alignment reference for the boundary-error report ("" for none)
+score_alignment=true        # boundary error vs downloads/<corpus>/ref timings, where they exist
 baseline_systems="brnn_text brnn_pause"           # stage 4 configs (conf/model/<name>.yaml)
 transformer_systems="autopunct_text autopunct_dg" # stage 5 configs
 model_conf_dir=conf/model   # where <system>.yaml are looked up (recipe dir, then repo root)
@@ -113,13 +113,15 @@ if stage_begin 2 "align: word timings and pauses ($aligner)"; then
   for set in $(all_sets); do
     [ -f "data/$set/wav.scp" ] || { log "  $set: no audio, skipped"; continue; }
     out=data/$set/align/$aligner
+    # --reference-dir is the timing source of --aligner reference (unused by dtw/vad).
     # shellcheck disable=SC2154
     $cpu_cmd JOB=1:"$nj" "log/align_$set.JOB.log" \
       python -m punct.bin.align --data-dir "data/$set" --aligner "$aligner" \
         --reference-dir downloads/"$corpus"/ref --out-dir "$out" --job JOB --num-jobs "$nj"
     ref_opt=()
-    [ -n "$reference_aligner" ] && [ -d "downloads/$corpus/ref" ] && \
+    if $score_alignment && [ -d "downloads/$corpus/ref" ]; then
       ref_opt=(--reference-dir "downloads/$corpus/ref")
+    fi
     python -m punct.bin.align --data-dir "data/$set" --aligner "$aligner" --out-dir "$out" \
       --merge --num-jobs "$nj" "${ref_opt[@]+"${ref_opt[@]}"}"
   done

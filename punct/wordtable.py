@@ -101,7 +101,8 @@ def write_word_table(path: str | Path, utts: Mapping[str, Sequence[WordRow]]) ->
 
 
 def read_text_lines(path: str | Path) -> list[str]:
-    """Lines of a UTF-8 file; invalid UTF-8 is an error naming the line and byte offset."""
+    """Lines of a UTF-8 file (a BOM is dropped); invalid UTF-8 is an error naming the line
+    and byte offset."""
     path = Path(path)
     if not path.is_file():
         from punct.errors import MissingDataError
@@ -113,9 +114,10 @@ def read_text_lines(path: str | Path) -> list[str]:
     except UnicodeDecodeError as err:
         line = data[: err.start].count(b"\n") + 1
         raise PunctInputError(
-            f"invalid UTF-8 at byte offset {err.start} ({data[err.start:err.start + 4]!r})",
-            path, line,
+            f"invalid UTF-8 at byte offset {err.start} (byte 0x{data[err.start]:02x}): "
+            f"{err.reason}", path, line,
         ) from None
+    text = text.removeprefix("\ufeff")
     return text.split("\n")[:-1] if text.endswith("\n") else text.split("\n")
 
 

@@ -38,15 +38,6 @@ FIRST_CAP = CAP_LABELS.index("FIRST_CAP")
 VOCAB = ("the", "a", "and", "of", "to", "is", "it", "what", "yes", "no", "so", "we", "go")
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny models run much faster on one thread (no OpenMP contention on a busy CI box)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 @pytest.fixture(scope="module")
 def tiny_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_tiny_bert(tmp_path_factory.mktemp("tinybert"), words=VOCAB, hidden=32)

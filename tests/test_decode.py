@@ -31,15 +31,6 @@ from punct.wordtable import WordRow, read_word_table, write_word_table
 IWSLT = get_label_set("iwslt4")
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """Tiny models run far faster single-threaded on a shared 2-core machine."""
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(old)
-
-
 def test_window_spans_small_case() -> None:
     assert window_spans(10, 4, 2) == [(0, 4), (2, 6), (4, 8), (6, 10)]
     assert window_spans(9, 4, 2) == [(0, 4), (2, 6), (4, 8), (6, 9)]

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from punct.errors import MissingDataError, PunctInputError
 from punct.labels import parse_text
+from punct.wordtable import read_text_lines
 
 SPLITS = ("train", "dev", "test")
 LANGS = ("en", "es", "eu", "hu")
@@ -31,22 +32,6 @@ class Doc:
     line: int
 
 
-def _decode(path: Path) -> list[str]:
-    """The file's lines, decoded as UTF-8 (errors name the line and byte offset)."""
-    raw = path.read_bytes()
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as err:
-        line = raw.count(b"\n", 0, err.start) + 1
-        raise PunctInputError(
-            f"invalid UTF-8 at byte offset {err.start} (byte 0x{raw[err.start]:02x}): {err.reason}",
-            path,
-            line,
-        ) from err
-    text = text.removeprefix("\ufeff")
-    return text.split("\n")
-
-
 def parse_corpus_file(path: str | Path, lang: str | None = None) -> list[Doc]:
     """Documents of one corpus file; ``lang`` defaults to the file name's stem."""
     path = Path(path)
@@ -61,7 +46,7 @@ def parse_corpus_file(path: str | Path, lang: str | None = None) -> list[Doc]:
                 f"document {current.doc_id!r} has no sentences", path, current.line
             )
 
-    for number, raw_line in enumerate(_decode(path), start=1):
+    for number, raw_line in enumerate(read_text_lines(path), start=1):
         line = raw_line.rstrip("\r")
         stripped = line.strip()
         if stripped.startswith("#"):

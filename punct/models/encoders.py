@@ -87,40 +87,31 @@ def _missing(source: str, what: str, err: Exception) -> MissingDataError:
     )
 
 
-def load_tokenizer(name: str | os.PathLike[str] | None) -> Any:
-    """A (fast where available) tokenizer for the encoder ``name``."""
-    from transformers import AutoTokenizer
+def _from_pretrained(auto_class: str, name: str | os.PathLike[str] | None, what: str) -> Any:
+    """``transformers.<auto_class>.from_pretrained`` offline for local dirs, clear errors."""
+    import transformers
 
     source = resolve_encoder(name)
     with _offline_if_local(source):
         try:
-            return AutoTokenizer.from_pretrained(source)
+            return getattr(transformers, auto_class).from_pretrained(source)
         except (OSError, ValueError) as err:
-            raise _missing(source, "tokenizer", err) from err
+            raise _missing(source, what, err) from err
+
+
+def load_tokenizer(name: str | os.PathLike[str] | None) -> Any:
+    """A (fast where available) tokenizer for the encoder ``name``."""
+    return _from_pretrained("AutoTokenizer", name, "tokenizer")
 
 
 def load_encoder(name: str | os.PathLike[str] | None) -> Any:
     """The pretrained encoder ``name`` (an ``AutoModel``, weights loaded)."""
-    from transformers import AutoModel
-
-    source = resolve_encoder(name)
-    with _offline_if_local(source):
-        try:
-            return AutoModel.from_pretrained(source)
-        except (OSError, ValueError) as err:
-            raise _missing(source, "weights", err) from err
+    return _from_pretrained("AutoModel", name, "weights")
 
 
 def load_encoder_config(name: str | os.PathLike[str] | None) -> Any:
     """The ``AutoConfig`` of encoder ``name`` (architecture only)."""
-    from transformers import AutoConfig
-
-    source = resolve_encoder(name)
-    with _offline_if_local(source):
-        try:
-            return AutoConfig.from_pretrained(source)
-        except (OSError, ValueError) as err:
-            raise _missing(source, "config", err) from err
+    return _from_pretrained("AutoConfig", name, "config")
 
 
 def encoder_from_config(directory: str | os.PathLike[str]) -> Any:
