@@ -19,7 +19,7 @@ from punct.models.brnn import (
     make_model,
     marginals_to_words,
 )
-from punct.train.trainer import make_optimizer
+from punct.train.optim import make_optimizer
 
 FULL = get_label_set("full13")
 L = FULL.labels.index

@@ -16,7 +16,8 @@ from punct.bin import train as train_cli
 from punct.errors import MissingDataError, PunctInputError
 from punct.train.config import apply_overrides, load_config, resolve_config
 from punct.train.env import set_num_threads
-from punct.train.trainer import local_micro_f1, make_optimizer, train_experiment, warmup_factor
+from punct.train.optim import make_optimizer, warmup_factor
+from punct.train.trainer import local_micro_f1, train_experiment
 from punct.wordtable import WordRow, write_word_table
 
 FILLERS = [f"w{i}" for i in range(15)]

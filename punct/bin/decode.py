@@ -71,7 +71,8 @@ def run(args: argparse.Namespace) -> dict:
     bf16 = bool(dec.get("bf16", False)) if args.bf16 is None else args.bf16
     threshold = float(dec.get("threshold", 0.5)) if args.threshold is None else args.threshold
     label_set = get_label_set(cfg["label_set"])
-    utts, seqs = load_data_dir(args.data_dir, label_set)
+    utts, seqs = load_data_dir(args.data_dir, label_set,
+                               cfg["featurizer"].get("streams") or ())
     pred = predict_words(exp.model, exp.featurizer, seqs, window, stride, batch_size, bf16,
                          aggregate, device, progress=not args.quiet and sys.stderr.isatty())
     marks, caps = decide(pred, seqs, label_set.labels, threshold)

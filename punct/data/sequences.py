@@ -62,9 +62,30 @@ def read_utt2lang(path: Path) -> dict[str, str]:
     return out
 
 
-def load_data_dir(data_dir: str | Path, label_set: LabelSet
+def attach_streams(seqs: Sequence[WordSeq], data_dir: Path, streams: Sequence[str]) -> None:
+    """Attach acoustic feature matrices from ``<data_dir>/<stream>.scp`` (Kaldi ark/scp).
+
+    Utterances missing from an scp simply lack that stream (e.g. audio withheld);
+    a missing scp file is an error naming the stage that writes it.
+    """
+    if not streams:
+        return
+    import kaldiio
+
+    for stream in streams:
+        scp = data_dir / f"{stream}.scp"
+        if not scp.is_file():
+            raise MissingDataError(f"no {stream} features in {data_dir} "
+                                   f"(run the feature stage for '{stream}' first)", scp)
+        table = kaldiio.load_scp(str(scp))
+        for seq in seqs:
+            if seq.utt_id in table:
+                seq.feats[stream] = np.asarray(table[seq.utt_id], dtype=np.float32)
+
+
+def load_data_dir(data_dir: str | Path, label_set: LabelSet, streams: Sequence[str] = ()
                   ) -> tuple[dict[str, list[WordRow]], list[WordSeq]]:
-    """Read ``<data_dir>/words.tsv`` (and ``utt2lang``); return the rows and sequences."""
+    """Read ``<data_dir>/words.tsv`` (and ``utt2lang``, and the acoustic ``streams``)."""
     data_dir = Path(data_dir)
     table = data_dir / "words.tsv"
     if not table.is_file():
@@ -72,7 +93,9 @@ def load_data_dir(data_dir: str | Path, label_set: LabelSet
     utts = read_word_table(table)
     if not utts:
         raise PunctInputError("word table has no rows", table)
-    return utts, table_to_seqs(utts, label_set, read_utt2lang(data_dir / "utt2lang"))
+    seqs = table_to_seqs(utts, label_set, read_utt2lang(data_dir / "utt2lang"))
+    attach_streams(seqs, data_dir, streams)
+    return utts, seqs
 
 
 def total_words(seqs: Sequence[WordSeq]) -> int:

@@ -40,6 +40,7 @@ class WordSeq:
     cap: np.ndarray
     offset: int = 0
     lang: str | None = None
+    feats: dict[str, np.ndarray] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.words)

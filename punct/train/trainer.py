@@ -35,33 +35,13 @@ from punct.labels import get_label_set
 from punct.models.base import Featurizer, PunctModel, Registry, Window
 from punct.train.config import decode_window, load_config, save_config
 from punct.train.env import collect_env
+from punct.train.optim import build_optimizer, warmup_factor
 from punct.train.seed import seed_everything
 
 try:  # the project's scorer (same definitions as the test-set tables)
     from punct.score.metrics import score_tables
 except ImportError:  # pragma: no cover - only in a partial checkout
     score_tables = None
-
-
-def make_optimizer(params: list[torch.nn.Parameter], opts: dict[str, Any]
-                   ) -> torch.optim.Optimizer:
-    """AdamW, Adam, Adagrad or SGD by name; other keys are passed to the optimizer."""
-    opts = dict(opts)
-    name = str(opts.pop("name", "adamw")).lower()
-    classes = {"adamw": torch.optim.AdamW, "adam": torch.optim.Adam,
-               "adagrad": torch.optim.Adagrad, "sgd": torch.optim.SGD}
-    if name not in classes:
-        raise ValueError(f"unknown optimizer {name!r} (known: {', '.join(classes)})")
-    if not params:
-        raise ValueError("the model has no trainable parameters")
-    return classes[name](params, **opts)
-
-
-def warmup_factor(step: int, warmup_steps: int) -> float:
-    """Linear warm-up from 1/warmup_steps to 1, then constant."""
-    if warmup_steps <= 0:
-        return 1.0
-    return min(1.0, (step + 1) / warmup_steps)
 
 
 def local_micro_f1(ref: np.ndarray, hyp: np.ndarray) -> float:
@@ -187,8 +167,9 @@ def _train(config: dict[str, Any], train_dir: Path, dev_dir: Path, exp_dir: Path
     rng = seed_everything(seed)
     family = Registry.get(config["family"])
     label_set = get_label_set(config["label_set"])
-    _, train_seqs = load_data_dir(train_dir, label_set)
-    dev_utts, dev_seqs = load_data_dir(dev_dir, label_set)
+    streams = config["featurizer"].get("streams") or ()
+    _, train_seqs = load_data_dir(train_dir, label_set, streams)
+    dev_utts, dev_seqs = load_data_dir(dev_dir, label_set, streams)
     if init_dir is not None:
         featurizer = family.load_featurizer(init_dir / "featurizer", config)
     else:
@@ -202,8 +183,8 @@ def _train(config: dict[str, Any], train_dir: Path, dev_dir: Path, exp_dir: Path
             model.load_init(state)
         else:
             model.load_state_dict(state, strict=False)
-    params = [p for p in model.parameters() if p.requires_grad]
-    optimizer = make_optimizer(params, tcfg["optimizer"])
+    optimizer = build_optimizer(model, tcfg["optimizer"])
+    params = [p for group in optimizer.param_groups for p in group["params"]]
     window, stride = int(tcfg["window"]), int(tcfg["stride"])
     train_windows = featurizer.windows(train_seqs, window, stride)
     dev_loss_windows = featurizer.windows(dev_seqs, window, window)
@@ -218,7 +199,7 @@ def _train(config: dict[str, Any], train_dir: Path, dev_dir: Path, exp_dir: Path
         optimizer, lambda step: warmup_factor(step, warmup_steps))
     grad_clip = float(tcfg.get("grad_clip") or 0.0)
     criterion = tcfg["early_stopping"]
-    n_params = sum(p.numel() for p in params)
+    n_params = sum(p.numel() for p in params if p.requires_grad)
     log(f"train {config['family']} on {sum(len(s) for s in train_seqs)} words "
         f"({len(train_seqs)} utts, {len(train_windows)} windows), dev "
         f"{sum(len(s) for s in dev_seqs)} words; {n_params} trainable parameters; "
@@ -228,6 +209,8 @@ def _train(config: dict[str, Any], train_dir: Path, dev_dir: Path, exp_dir: Path
     bad_epochs = 0
     for epoch in range(1, int(tcfg["epochs"]) + 1):
         e0 = time.perf_counter()
+        if hasattr(model, "on_epoch_start"):  # e.g. unfreeze the encoder after k epochs
+            model.on_epoch_start(epoch)
         model.train()
         order = rng.permutation(len(train_windows))[: steps_per_epoch * batch_size]
         total, seen = 0.0, 0
@@ -242,7 +225,8 @@ def _train(config: dict[str, Any], train_dir: Path, dev_dir: Path, exp_dir: Path
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             if grad_clip > 0:
-                torch.nn.utils.clip_grad_norm_(params, grad_clip)
+                torch.nn.utils.clip_grad_norm_([p for p in params if p.grad is not None],
+                                               grad_clip)
             optimizer.step()
             scheduler.step()
             total += loss.item() * len(chunk)
