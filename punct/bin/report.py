@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from punct.errors import MissingDataError, PunctInputError, report_error
+from punct.score.layouts import layout_plots, layout_tables
 from punct.score.plots import make_plots
 from punct.score.published import load_published
 from punct.score.results_md import build_results_md
@@ -60,6 +61,9 @@ def parser() -> argparse.ArgumentParser:
                    help="published figures to show beside ours ('none' for none)")
     p.add_argument("--extra-json", action="append", default=[], metavar="NAME=PATH",
                    help="a JSON file rendered as a section of RESULTS.md (repeatable)")
+    p.add_argument("--layouts", default="autopunct",
+                   help="comma-separated table layouts: autopunct (Tables 4-7 of AutoPunct) "
+                        "and the modules of punct/score/layouts (e.g. courtland, nagy)")
     p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     return p
 
@@ -73,9 +77,16 @@ def run(args: argparse.Namespace, command: str) -> Path:
         name, path, value = read_extra(spec)
         extras[name] = (path, value)
     out_dir = Path(args.out_dir)
-    tables = build_tables(scores, doc)
+    layouts = [name.strip() for name in args.layouts.split(",") if name.strip()]
+    tables, plots = [], []
+    for name in layouts:
+        if name == "autopunct":
+            tables += build_tables(scores, doc)
+            plots += [] if args.no_plots else make_plots(scores, out_dir)
+        else:
+            tables += layout_tables(name, scores)
+            plots += [] if args.no_plots else layout_plots(name, scores, out_dir)
     files = {t.name: write_table(t, out_dir) for t in tables}
-    plots = [] if args.no_plots else make_plots(scores, out_dir)
     md_path = Path(args.results_md) if args.results_md else out_dir / "RESULTS.md"
     text = build_results_md(title=args.title, command=command, md_path=md_path, scores=scores,
                             tables=tables, table_files=files, plots=plots, extras=extras)
@@ -92,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     command = "python -m punct.bin.report " + " ".join(shlex.quote(a) for a in raw)
     try:
         md_path = run(args, command)
-    except PunctInputError as err:
+    except (PunctInputError, ValueError) as err:
         return report_error("report", err)
     print(f"report: tables and plots in {args.out_dir}, {md_path}")
     return 0
