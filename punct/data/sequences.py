@@ -25,14 +25,18 @@ def rows_to_seq(rows: Sequence[WordRow], label_set: LabelSet, offset: int = 0,
     punct = np.zeros((n, n_labels), dtype=np.float32)
     cap = np.zeros(n, dtype=np.int64)
     pauses = np.full(n, np.nan, dtype=np.float32)
+    times = np.full((n, 2), np.nan, dtype=np.float64)
     for i, row in enumerate(rows):
         for label in label_set.map(row.punct):
             punct[i, label_set.index(label)] = 1.0
         cap[i] = CAP_LABELS.index(row.cap)
         if row.pause_after is not None and not math.isnan(row.pause_after):
             pauses[i] = row.pause_after
+        if row.start is not None and row.end is not None:
+            times[i] = (row.start, row.end)
     utt_id = rows[0].utt_id if rows else ""
-    return WordSeq(utt_id, [r.word for r in rows], pauses, punct, cap, offset, lang)
+    return WordSeq(utt_id, [r.word for r in rows], pauses, punct, cap, offset, lang,
+                   times=times)
 
 
 def table_to_seqs(utts: Mapping[str, Sequence[WordRow]], label_set: LabelSet,

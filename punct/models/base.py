@@ -41,6 +41,7 @@ class WordSeq:
     offset: int = 0
     lang: str | None = None
     feats: dict[str, np.ndarray] = field(default_factory=dict)
+    times: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.words)
