@@ -40,13 +40,16 @@ stop_stage=6                # last stage to run
 force=false                 # rerun stages that are already done
 nj=2                        # parallel jobs for synthesis, alignment, decoding
 num_threads=2               # CPU threads per training/decoding job
+ngpu=0                      # GPUs per training job (0 = CPU); N > 1 = N data-parallel processes
 train_set=train             # training set (data/<set>)
 dev_set=dev                 # validation set: model selection and early stopping
 test_sets="test"            # test sets to decode and score
 aligner=dtw                 # aligner for pauses (stage 2): dtw | vad | reference | ctm | textgrid
 score_alignment=true        # boundary error vs downloads/<corpus>/ref timings, where they exist
+feature_streams="prosody"   # stage 3: acoustic features of sets with audio (prosody, fbank)
 baseline_systems="brnn_text brnn_pause"           # stage 4 configs (conf/model/<name>.yaml)
 transformer_systems="autopunct_text autopunct_dg" # stage 5 configs
+report_layouts="autopunct"  # stage 6 table layouts: autopunct courtland nagy moro unipunc
 model_conf_dir=conf/model   # where <system>.yaml are looked up (recipe dir, then repo root)
 help_message="Usage: run.sh [options]  (stages: 0 data, 1 prepare, 2 align, 3 dump,
 4 baselines, 5 transformers, 6 decode+score+report)"
@@ -89,11 +92,16 @@ train_systems() {
   local sys
   for sys in "$@"; do
     if [ -f "exp/$sys/.done" ] && ! $force; then log "  $sys: trained already"; continue; fi
+    # An interrupted or preempted training (exit 75) continues from its last checkpoint.
+    local resume=()
+    if [ -f "exp/$sys/last.pt" ] && ! $force; then
+      resume=(--resume); log "  $sys: resuming from exp/$sys/last.pt"
+    fi
     # shellcheck disable=SC2154
-    $train_cmd --num-threads "$num_threads" "exp/$sys/train.log" \
+    $train_cmd --num-threads "$num_threads" --gpu "$ngpu" "exp/$sys/log/train.log" \
       python -m punct.bin.train --config "$(conf_for "$sys")" \
         --train-dir "data/$train_set" --dev-dir "data/$dev_set" --exp-dir "exp/$sys" \
-        --num-threads "$num_threads"
+        --num-threads "$num_threads" --ngpu "$ngpu" "${resume[@]+"${resume[@]}"}"
     touch "exp/$sys/.done"
     log "  $sys: $(tail -n 4 "exp/$sys/train.log" | grep -m1 -i 'best' || echo trained)"
   done
@@ -128,7 +136,15 @@ if stage_begin 2 "align: word timings and pauses ($aligner)"; then
   stage_end 2 align
 fi
 
-if stage_begin 3 "dump: label statistics and normalisation from $train_set"; then
+if stage_begin 3 "dump: acoustic features ($feature_streams) and label statistics"; then
+  for stream in $feature_streams; do
+    for set in $(all_sets); do
+      [ -f "data/$set/wav.scp" ] || continue
+      $cpu_cmd JOB=1:"$nj" "log/${stream}_$set.JOB.log" \
+        python -m punct.bin.make_"$stream" --data-dir "data/$set" --job JOB --num-jobs "$nj"
+      python -m punct.bin.make_"$stream" --data-dir "data/$set" --merge --num-jobs "$nj"
+    done
+  done
   dump_args=()
   for set in $(all_sets); do dump_args+=(--data-dir "data/$set"); done
   python -m punct.bin.dump "${dump_args[@]}" --train-dir "data/$train_set" --out-dir dump
@@ -160,6 +176,16 @@ if stage_begin 6 "decode, score and report"; then
         --system "$sys" --test-set "$set" --out "$out/scores.json"
     done
   done
+  pp_systems=()
+  for sys in $baseline_systems $transformer_systems; do
+    case $sys in prosodic_pp*) pp_systems+=(--system "exp/$sys") ;; esac
+  done
+  if [ ${#pp_systems[@]} -gt 0 ]; then
+    for set in $test_sets; do
+      python -m punct.bin.pr_curves --data-dir "data/$set" --set "$set" "${pp_systems[@]}" \
+        --out "results/moro_fig1_pr_$set.png"
+    done
+  fi
   python -m punct.bin.stage_times --stages-dir .stages --out exp/stage_times.json
   extra=(--extra-json "run_time=exp/stage_times.json")
   for set in $test_sets; do
@@ -167,7 +193,8 @@ if stage_begin 6 "decode, score and report"; then
     [ -f "$f" ] && extra+=(--extra-json "aligner_${aligner}_$set=$f")
   done
   python -m punct.bin.report --scores 'exp/*/decode_*/scores.json' --out-dir results \
-    --results-md RESULTS.md --title "Results: $corpus" "${extra[@]}"
+    --results-md RESULTS.md --title "Results: $corpus" --layouts "${report_layouts// /,}" \
+    "${extra[@]}"
   stage_end 6 report
   log "Results: $PWD/RESULTS.md, tables and plots in $PWD/results/"
 fi

@@ -221,7 +221,7 @@ def test_threads_gpu_mem_time_options(tmp_path: Path) -> None:
         (["--num-threads", "two", "log/x.log", "true"], "--num-threads expects an integer"),
         (["--max-jobs-run", "0", "log/x.log", "true"], "--max-jobs-run must be >= 1"),
         (["--rerun-failed=maybe", "log/x.log", "true"], "true or false"),
-        (["--backend", "slurm", "log/x.log", "true"], "not implemented yet"),
+        (["--ntasks", "2", "log/x.log", "true"], "--ntasks 2 needs --backend slurm"),
         (["--backend", "pbs", "log/x.log", "true"], "unknown backend 'pbs'"),
         (["JOB=1:2", "log/x.log", "true"], "does not contain JOB"),
         (["JOB=3:1", "log/x.JOB.log", "true"], "end 1 is before start 3"),
@@ -280,7 +280,6 @@ def test_log_exit_code(tmp_path: Path) -> None:
     assert log_exit_code(log) == 127
 
 
-def test_slurm_backend_not_implemented() -> None:
-    with pytest.raises(LaunchError, match="not implemented yet"):
-        get_backend("slurm", Resources())
+def test_backends_by_name() -> None:
+    assert get_backend("slurm", Resources()).name == "slurm"
     assert get_backend("local", Resources()).name == "local"

@@ -171,6 +171,12 @@ def test_exp_dir_contents(run_a: tuple[Path, dict]) -> None:
     assert torch.load(exp / "best.pt", weights_only=True)["epoch"] == best["epoch"]
     last = torch.load(exp / "last.pt", weights_only=True)
     assert last["epoch"] == 6 and "optimizer" in last
+    # resumable: finished after epoch 6, the epoch-5 checkpoint kept, both checksummed
+    assert last["finished"] and last["epoch_done"] and len(last["history"]) == 6
+    assert last["history"] == history and last["best"]["epoch"] == summary["best_epoch"]
+    assert torch.load(exp / "last.prev.pt", weights_only=True)["epoch"] == 5
+    assert {"last.pt.sha256", "last.prev.pt.sha256", "best.pt.sha256"} <= names
+    assert not [n for n in names if n.endswith(".tmp")]
     lines = (exp / "train.log").read_text().splitlines()
     epoch_lines = [ln for ln in lines if " epoch " in ln and "dev_micro_f1" in ln]
     assert len(epoch_lines) == 6 and "done:" in lines[-1]

@@ -58,7 +58,9 @@ def read_decode_info(path: Path) -> dict[str, Any]:
 def build_scores(args: argparse.Namespace) -> dict[str, Any]:
     """The scores document for the parsed command line."""
     ref_path, hyp_path = Path(args.ref), Path(args.hyp)
-    label_set = get_label_set(args.label_set)
+    decode = read_decode_info(Path(args.decode_info)) if args.decode_info else {}
+    # Default: the label set the system was trained with (decode.json), else full13.
+    label_set = get_label_set(args.label_set or decode.get("label_set") or "full13")
     ref = read_word_table(ref_path)
     hyp = read_word_table(hyp_path)
     utt2lang = read_utt2lang(args.utt2lang) if args.utt2lang else None
@@ -66,7 +68,6 @@ def build_scores(args: argparse.Namespace) -> dict[str, Any]:
         ref, hyp, label_set, utt2lang, lang_groups=args.lang_group, ref_path=ref_path,
         hyp_path=hyp_path, utt2lang_path=args.utt2lang,
     )
-    decode = read_decode_info(Path(args.decode_info)) if args.decode_info else {}
     return {
         "format": FORMAT,
         "system": args.system or system_name(hyp_path),
@@ -93,8 +94,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--hyp", required=True, help="hypothesis word table (same words)")
     p.add_argument("--out", required=True, help="scores JSON to write")
     p.add_argument("--utt2lang", help="utt2lang of the test set: adds per-language metrics")
-    p.add_argument("--label-set", default="full13", choices=sorted(LABEL_SETS),
-                   help="label set both sides are mapped to (default: %(default)s)")
+    p.add_argument("--label-set", default=None, choices=sorted(LABEL_SETS),
+                   help="label set both sides are mapped to (default: the system's, from "
+                        "--decode-info, else full13)")
     p.add_argument("--decode-info", help="decode.json of the decoder (speed, device, ...)")
     p.add_argument("--system", help="system name (default: the exp dir of --hyp)")
     p.add_argument("--test-set", help="test set name (default: the data dir of --ref)")

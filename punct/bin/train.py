@@ -1,13 +1,22 @@
 """Train one system (stages 4-5): ``python -m punct.bin.train --config conf/model/X.yaml
---train-dir data/train --dev-dir data/dev --exp-dir exp/X [--set train.epochs=3]``."""
+--train-dir data/train --dev-dir data/dev --exp-dir exp/X [--set train.epochs=3]``.
+
+Data parallel: ``--ngpu N`` (N > 1) starts N local processes, one per GPU (NCCL);
+``--nproc N`` starts N local CPU processes (gloo). Under torchrun (``WORLD_SIZE`` > 1) or
+srun with several tasks each process is one rank (with ``--ngpu`` > 0 on its own GPU).
+SIGTERM/SIGUSR1 write ``last.pt`` and exit with status 75; ``--resume`` continues.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 
 from punct.errors import PunctInputError, report_error
+from punct.train.checkpoint import PREEMPTED_EXIT, TrainingPreempted
 from punct.train.config import load_config
+from punct.train.distributed import Dist, choose_device, detect_env, launch_local
 from punct.train.env import set_num_threads
 
 
@@ -22,22 +31,51 @@ def build_parser() -> argparse.ArgumentParser:
                         metavar="KEY=VALUE", help="override a config value, e.g. train.epochs=3")
     parser.add_argument("--num-threads", type=int, default=None,
                         help="torch threads (default: $OMP_NUM_THREADS, else torch's default)")
+    parser.add_argument("--resume", action="store_true",
+                        help="continue from exp-dir/last.pt (last.prev.pt if it is damaged)")
+    parser.add_argument("--ngpu", type=int, default=0,
+                        help="GPUs: 0 = CPU; N > 1 starts N local processes, one per GPU")
+    parser.add_argument("--nproc", type=int, default=1,
+                        help="local data-parallel CPU processes (gloo) when --ngpu is 0")
     parser.add_argument("--quiet", action="store_true", help="no progress output on stderr")
     return parser
+
+
+def _local_processes(args: argparse.Namespace) -> int:
+    """How many local ranks to start (1: run in this process)."""
+    if args.nproc < 1:
+        raise ValueError(f"--nproc must be >= 1, got {args.nproc}")
+    if args.ngpu > 1 and args.nproc not in (1, args.ngpu):
+        raise ValueError(f"--nproc {args.nproc} contradicts --ngpu {args.ngpu}")
+    return max(args.ngpu, args.nproc)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        env = detect_env()
+        nproc = _local_processes(args)
+        if nproc > 1 and not env.distributed:
+            if args.ngpu > 0:
+                choose_device(args.ngpu, env)  # fail here, not in every rank
+            command = [sys.executable, "-m", "punct.bin.train",
+                       *(sys.argv[1:] if argv is None else argv)]
+            return launch_local(nproc, command)
         threads = set_num_threads(args.num_threads)
         config = load_config(args.config, args.overrides)
         from punct.train.trainer import train_experiment
 
-        summary = train_experiment(config, args.train_dir, args.dev_dir, args.exp_dir,
-                                   threads=threads, quiet=args.quiet)
+        with Dist(env, choose_device(args.ngpu, env)) as dist:
+            summary = train_experiment(config, args.train_dir, args.dev_dir, args.exp_dir,
+                                       threads=threads, quiet=args.quiet, resume=args.resume,
+                                       dist=dist)
+    except TrainingPreempted as err:
+        print(f"train: {err}", file=sys.stderr)
+        return PREEMPTED_EXIT
     except (PunctInputError, ValueError, KeyError) as err:
         return report_error("train", err)
-    print(json.dumps(summary))
+    if env.is_main:
+        print(json.dumps(summary))
     return 0
 
 

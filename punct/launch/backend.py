@@ -1,4 +1,4 @@
-"""The backend interface of the launcher (local now; slurm plugs in here later)."""
+"""The backend interface of the launcher and the registry of backends (local, slurm)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,24 @@ from punct.launch.jobs import Job, LaunchError, Resources, job_environment
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]
 """The directory holding the ``punct`` package (put on PYTHONPATH of the job wrapper)."""
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Scheduler-only options: the partition and the number of tasks (processes) per job.
+
+    The local backend ignores the partition (as Kaldi's run.pl does) and refuses
+    ``ntasks > 1``; the slurm backend maps both through conf/slurm.conf.
+    """
+
+    partition: str | None = None
+    ntasks: int | None = None
+
+    def describe(self) -> str:
+        """``partition=gpu ntasks=2`` (only the options given), for the log header."""
+        parts = [f"{key}={getattr(self, key)}" for key in ("partition", "ntasks")
+                 if getattr(self, key) is not None]
+        return " ".join(parts)
 
 
 @dataclass
@@ -33,8 +51,24 @@ class Backend(ABC):
 
     name: str = ""
 
-    def __init__(self, resources: Resources):
+    def __init__(self, resources: Resources, placement: Placement | None = None):
         self.resources = resources
+        self.placement = placement if placement is not None else Placement()
+
+    def run(
+        self,
+        jobs: Sequence[Job],
+        max_jobs_run: int | None = None,
+        stop: Callable[[], bool] = lambda: False,
+    ) -> list[JobHandle]:
+        """Run ``jobs`` to the end (at most ``max_jobs_run`` at once); handles in job order.
+
+        The default submits them one by one (:func:`punct.launch.scheduler.run_jobs`);
+        a scheduler backend may submit them all at once as an array.
+        """
+        from punct.launch.scheduler import run_jobs
+
+        return run_jobs(self, jobs, max_jobs_run, stop)
 
     @abstractmethod
     def submit(self, job: Job) -> JobHandle:
@@ -72,27 +106,37 @@ def wrapper_environment() -> dict[str, str]:
     return env
 
 
-def _local(resources: Resources) -> Backend:
+def _local(resources: Resources, placement: Placement) -> Backend:
     from punct.launch.local import LocalBackend
 
+    if placement.ntasks is not None and placement.ntasks > 1:
+        raise LaunchError(
+            f"--ntasks {placement.ntasks} needs --backend slurm (it runs the command under "
+            "srun); on one machine start the processes yourself, e.g. the trainer's --ngpu N"
+        )
     return LocalBackend(resources)
 
 
-def _slurm(resources: Resources) -> Backend:
-    raise LaunchError(
-        "--backend slurm is not implemented yet; use --backend local (the default), "
-        "e.g. keep train_cmd=\"utils/launch.sh\" in conf/cmd.sh"
-    )
+def _slurm(resources: Resources, placement: Placement) -> Backend:
+    from punct.launch.slurm import SlurmBackend
+
+    return SlurmBackend(resources, placement)
 
 
-BACKENDS: dict[str, Callable[[Resources], Backend]] = {"local": _local, "slurm": _slurm}
+BACKENDS: dict[str, Callable[[Resources, Placement], Backend]] = {
+    "local": _local,
+    "slurm": _slurm,
+}
 
 
-def get_backend(name: str, resources: Resources) -> Backend:
-    """Build the backend called ``name``; LaunchError for unknown or unimplemented ones."""
+def get_backend(name: str, resources: Resources, placement: Placement | None = None) -> Backend:
+    """Build the backend called ``name``; LaunchError for unknown ones or bad options.
+
+    The slurm backend also raises PunctInputError/MissingDataError for its config file.
+    """
     try:
         factory = BACKENDS[name]
     except KeyError:
         known = ", ".join(sorted(BACKENDS))
         raise LaunchError(f"unknown backend '{name}' (known: {known})") from None
-    return factory(resources)
+    return factory(resources, placement if placement is not None else Placement())

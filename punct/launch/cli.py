@@ -15,14 +15,19 @@ Options (before the job range / log):
   --mem M             memory per job (recorded; enforced by the slurm backend only)
   --gpu G             GPUs per job; 0 hides the GPUs (CUDA_VISIBLE_DEVICES="")
   --time T            time limit (recorded; enforced by the slurm backend only)
+  --partition P       Slurm partition (ignored by the local backend)
+  --ntasks N          processes per job, started by srun inside the Slurm job (e.g. DDP);
+                      the local backend accepts only 1
   --max-jobs-run K    run at most K jobs at once (default: all)
   --rerun-failed      run only the jobs whose log does not end with "(code 0)"
-  --backend B         local (default); slurm is not implemented yet
-  --config FILE       backend configuration (for slurm, e.g. conf/slurm.conf)
+  --backend B         local (default) or slurm (sbatch job arrays, see docs/CLUSTER.md)
+  --config FILE       backend configuration (slurm: default conf/slurm.conf, which maps
+                      the options above to sbatch flags)
 
 Exit status 0 when every job succeeded; otherwise 1 with
 ``launch.sh: <k> / <n> failed, log is in <log> ...`` on stderr; 128+signal when
-interrupted (the running jobs are killed).
+interrupted (the running jobs are killed, Slurm jobs cancelled); 2 when the
+backend's configuration file is missing.
 """
 
 from __future__ import annotations
@@ -32,7 +37,8 @@ import sys
 from dataclasses import dataclass
 from types import FrameType
 
-from punct.launch.backend import JobHandle, get_backend
+from punct.errors import PunctInputError, report_error
+from punct.launch.backend import JobHandle, Placement, get_backend
 from punct.launch.jobs import (
     Job,
     LaunchError,
@@ -41,11 +47,14 @@ from punct.launch.jobs import (
     needs_rerun,
     parse_job_range,
 )
-from punct.launch.scheduler import JobsCancelled, run_jobs
+from punct.launch.scheduler import JobsCancelled
 
 PROG = "launch.sh"
-_VALUE_OPTIONS = ("num-threads", "mem", "gpu", "time", "max-jobs-run", "backend", "config")
-_INT_OPTIONS = {"num-threads": 1, "gpu": 0, "max-jobs-run": 1}  # name -> minimum value
+_VALUE_OPTIONS = (
+    "num-threads", "mem", "gpu", "time", "partition", "ntasks", "max-jobs-run", "backend",
+    "config",
+)
+_INT_OPTIONS = {"num-threads": 1, "gpu": 0, "ntasks": 1, "max-jobs-run": 1}  # name -> minimum
 _HANDLED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
@@ -54,6 +63,7 @@ class LaunchOptions:
     """The parsed command line."""
 
     resources: Resources
+    placement: Placement
     backend: str
     max_jobs_run: int | None
     rerun_failed: bool
@@ -114,6 +124,7 @@ def parse_args(argv: list[str]) -> LaunchOptions:
     )
     return LaunchOptions(
         resources=resources,
+        placement=Placement(partition=values.get("partition"), ntasks=ints.get("ntasks")),
         backend=values.get("backend", "local"),
         max_jobs_run=ints.get("max-jobs-run"),
         rerun_failed=rerun_failed,
@@ -135,10 +146,12 @@ def main(argv: list[str] | None = None) -> int:
         return 0 if argv else 1
     try:
         opts = parse_args(argv)
-        backend = get_backend(opts.backend, opts.resources)
+        backend = get_backend(opts.backend, opts.resources, opts.placement)
     except LaunchError as err:
         print(f"{PROG}: {err}", file=sys.stderr)
         return 1
+    except PunctInputError as err:
+        return report_error(PROG, err)
     jobs = [j for j in opts.jobs if needs_rerun(j)] if opts.rerun_failed else opts.jobs
     received: list[int] = []
 
@@ -147,11 +160,14 @@ def main(argv: list[str] | None = None) -> int:
 
     previous = {sig: signal.signal(sig, on_signal) for sig in _HANDLED_SIGNALS}
     try:
-        handles = run_jobs(backend, jobs, opts.max_jobs_run, stop=lambda: bool(received))
+        handles = backend.run(jobs, opts.max_jobs_run, stop=lambda: bool(received))
     except JobsCancelled:
         name = signal.Signals(received[0]).name
         print(f"{PROG}: received {name}, killed the running jobs", file=sys.stderr)
         return 128 + received[0]
+    except LaunchError as err:
+        print(f"{PROG}: {err}", file=sys.stderr)
+        return 1
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)

@@ -23,7 +23,8 @@ from types import FrameType
 
 from punct.launch.logformat import log_footer, log_header
 
-FORWARDED_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+FORWARDED_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGUSR1,
+                     signal.SIGUSR2)
 
 
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:

@@ -7,6 +7,8 @@ Architecture (every part switchable by config; Table 4's S/D/f/B rows are 8 conf
    first piece is the one that sees the word's beginning and, through attention, the
    rest of the word; predicting there keeps one slot per word. Other pieces, [CLS],
    [SEP] and padding get ``word_ids = -1`` and are excluded from the loss.
+   (``featurizer.label_position: last`` moves the slot to the word's LAST piece, the one
+   next to the following mark; the nagy and courtland families use it.)
 2. A silence encoding (``punct.models.silence``: none | continuous | discrete with
    Gaussian or uniform averaging) is added to the word embeddings.
 3. Optionally a custom BERT (4 layers x 4 heads, from scratch) over the sums.
@@ -66,7 +68,10 @@ FEATURIZER_FILE = "featurizer.json"
 FORMAT_VERSION = 1
 N_CAP = len(CAP_LABELS)
 
-FEATURIZER_KEYS = {"encoder", "lowercase", "max_pieces_per_word", "prefix_space"}
+FEATURIZER_KEYS = {
+    "encoder", "lowercase", "max_pieces_per_word", "prefix_space", "label_position"
+}
+LABEL_POSITIONS = ("first", "last")
 ENCODER_CACHE_FLOATS = 500_000_000  # 2 GB of float32 states at most
 
 MODEL_KEYS = {"encoder_train_layers", "silence", "custom_bert", "head", "cap_head", "loss"}
@@ -109,6 +114,12 @@ class AutopunctFeaturizer(Featurizer):
         self.lowercase = bool(fcfg.get("lowercase", True))
         self.max_pieces = int(fcfg.get("max_pieces_per_word", 8))
         self.prefix_space = bool(fcfg.get("prefix_space", False))
+        self.label_position = str(fcfg.get("label_position", "first"))
+        if self.label_position not in LABEL_POSITIONS:
+            raise PunctInputError(
+                f"featurizer.label_position must be one of {LABEL_POSITIONS}, "
+                f"got {self.label_position!r}"
+            )
         if self.max_pieces < 1:
             raise PunctInputError("featurizer.max_pieces_per_word must be >= 1")
         self.tokenizer = tokenizer if tokenizer is not None else load_tokenizer(self.encoder_name)
@@ -218,16 +229,18 @@ class AutopunctFeaturizer(Featurizer):
         input_ids[-1] = tok.sep_token_id
         pos = 1
         prev = -1
+        last_piece = self.label_position == "last"
         for j in range(first, last):
             word = pieces[j]
             input_ids[pos : pos + len(word)] = word
-            word_ids[pos] = seq.offset + j
-            pauses[pos] = seq.pauses[j]
-            punct[pos] = seq.punct[j]
-            cap[pos] = seq.cap[j]
-            prev_pos[pos] = prev
-            utt_start[pos] = 1.0 if j == 0 else 0.0
-            prev = pos
+            slot = pos + len(word) - 1 if last_piece else pos
+            word_ids[slot] = seq.offset + j
+            pauses[slot] = seq.pauses[j]
+            punct[slot] = seq.punct[j]
+            cap[slot] = seq.cap[j]
+            prev_pos[slot] = prev
+            utt_start[slot] = 1.0 if j == 0 else 0.0
+            prev = slot
             pos += len(word)
         return {
             "input_ids": input_ids,
@@ -280,6 +293,7 @@ class AutopunctFeaturizer(Featurizer):
             "lowercase": self.lowercase,
             "max_pieces_per_word": self.max_pieces,
             "prefix_space": self.prefix_space,
+            "label_position": self.label_position,
             "label_counts": self.label_counts.tolist(),
             "n_words": self.n_words,
         }
@@ -317,6 +331,7 @@ class AutopunctFeaturizer(Featurizer):
                 "lowercase": meta["lowercase"],
                 "max_pieces_per_word": meta["max_pieces_per_word"],
                 "prefix_space": meta["prefix_space"],
+                "label_position": meta.get("label_position", "first"),
             },
         }
         tokenizer = load_tokenizer(directory / "tokenizer")
@@ -506,7 +521,7 @@ class AutopunctModel(PunctModel):
 
     def _cached_encode(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         lengths = mask.sum(dim=1).tolist()
-        keys = [ids[b, :n].numpy().tobytes() for b, n in enumerate(lengths)]
+        keys = [ids[b, :n].cpu().numpy().tobytes() for b, n in enumerate(lengths)]
         missing = [b for b, key in enumerate(keys) if key not in self._encoder_cache]
         fresh: dict[int, torch.Tensor] = {}
         if missing:

@@ -234,6 +234,10 @@ class SlotModel(PunctModel):
         return nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]),
                                            target.reshape(-1), ignore_index=IGNORE)
 
+    def loss_weight(self, batch: dict[str, torch.Tensor]) -> float:
+        """Slots the cross-entropy averages over (data-parallel gradient weighting)."""
+        return float((batch["target"][:, 1:] != IGNORE).sum())
+
     def predict(self, batch: dict[str, torch.Tensor]) -> Prediction:
         probs = torch.softmax(self.slot_logits(batch).float(), dim=-1)
         return Prediction(marginals_to_words(probs, *self.combos(), batch["lengths"]),

@@ -14,6 +14,7 @@ from typing import Any
 import yaml
 
 from punct.errors import MissingDataError, PunctInputError
+from punct.train.optim import OPTIMIZER_NAMES
 
 DEFAULTS: dict[str, Any] = {
     "family": None,
@@ -46,7 +47,6 @@ DEFAULTS: dict[str, Any] = {
 }
 """Defaults of every configuration key; ``decode.window``/``stride`` None = train's."""
 
-OPTIMIZERS = ("adamw", "adam", "adagrad", "sgd")
 EARLY_STOPPING = ("micro_f1", "loss")
 AGGREGATES = ("mean", "sum")
 
@@ -111,8 +111,8 @@ def validate_config(config: dict[str, Any], path: str | Path | None = None) -> N
     if train["stride"] > train["window"]:
         raise PunctInputError("train.stride must not exceed train.window", path)
     name = str(train["optimizer"].get("name", "")).lower()
-    if name not in OPTIMIZERS:
-        raise PunctInputError(f"train.optimizer.name {name!r} not in {OPTIMIZERS}", path)
+    if name not in OPTIMIZER_NAMES:
+        raise PunctInputError(f"train.optimizer.name {name!r} not in {OPTIMIZER_NAMES}", path)
     if train["early_stopping"] not in EARLY_STOPPING:
         raise PunctInputError(
             f"train.early_stopping {train['early_stopping']!r} not in {EARLY_STOPPING}", path

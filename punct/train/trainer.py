@@ -8,9 +8,20 @@ and the scorer's micro-F1 over non-O marks, keeps the best checkpoint and stops 
 after ``patience`` epochs without improvement (on dev ``micro_f1`` or dev ``loss``), never
 before ``min_epochs``.
 
+Data parallel (``dist``, see ``punct.train.distributed``): each rank trains on its share
+of every global batch and gradients are averaged, so W processes take the same steps as
+one; rank 0 evaluates, logs and writes the experiment directory.
+
+Faults (see ``punct.train.checkpoint``): ``last.pt`` is written atomically after every
+epoch and, on SIGTERM/SIGUSR1, after the current step (then ``TrainingPreempted``).
+It holds everything a run needs to continue exactly: model, optimizer, scheduler, the
+random generators of every rank, epoch, step within the epoch, history, best score and
+patience counter. ``resume=True`` continues from it (or from ``last.prev.pt`` when it is
+damaged) and reaches the same weights as an uninterrupted run.
+
 Experiment directory: ``config.yaml`` (resolved), ``env.json``, ``featurizer/``,
-``best.pt``, ``last.pt`` (with optimizer state), ``train.log`` (one line per epoch),
-``history.json``.
+``best.pt``, ``last.pt`` and ``last.prev.pt`` (each with a ``.sha256``), ``train.log``
+(one line per epoch), ``history.json``.
 """
 
 from __future__ import annotations
@@ -19,11 +30,13 @@ import json
 import math
 import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
 import numpy as np
 import torch
+import yaml
 from tqdm import tqdm
 
 import punct.models  # noqa: F401  (registers the families)
@@ -33,15 +46,27 @@ from punct.infer.decode import decide, hypothesis_rows, predict_words
 from punct.infer.windows import batched
 from punct.labels import get_label_set
 from punct.models.base import Featurizer, PunctModel, Registry, Window
+from punct.train.checkpoint import (
+    BEST,
+    PreemptionGuard,
+    TrainingPreempted,
+    clear_checkpoints,
+    load_resumable,
+    save_atomic,
+    save_resumable,
+)
 from punct.train.config import decode_window, load_config, save_config
+from punct.train.distributed import Dist, StepReduction, loss_weight, shard
 from punct.train.env import collect_env
 from punct.train.optim import build_optimizer, warmup_factor
-from punct.train.seed import seed_everything
+from punct.train.seed import capture_rng_state, restore_rng_state, seed_everything
 
 try:  # the project's scorer (same definitions as the test-set tables)
     from punct.score.metrics import score_tables
 except ImportError:  # pragma: no cover - only in a partial checkout
     score_tables = None
+
+CHECKPOINT_FORMAT = 2
 
 
 def local_micro_f1(ref: np.ndarray, hyp: np.ndarray) -> float:
@@ -54,25 +79,33 @@ def local_micro_f1(ref: np.ndarray, hyp: np.ndarray) -> float:
 
 
 class Logger:
-    """Messages to stderr (when not quiet) and to ``train.log``."""
+    """Messages to stderr (when not quiet) and to ``train.log`` (when a path is given)."""
 
-    def __init__(self, path: Path, quiet: bool = False):
-        self.file: TextIO = open(path, "a", encoding="utf-8")
+    def __init__(self, path: Path | None, quiet: bool = False):
+        self.file: TextIO | None = open(path, "a", encoding="utf-8") if path else None
         self.quiet = quiet
 
     def __call__(self, message: str) -> None:
-        stamp = time.strftime("%Y-%m-%d %H:%M:%S")
-        self.file.write(f"{stamp} {message}\n")
-        self.file.flush()
+        if self.file is not None:
+            stamp = time.strftime("%Y-%m-%d %H:%M:%S")
+            self.file.write(f"{stamp} {message}\n")
+            self.file.flush()
         if not self.quiet:
             tqdm.write(message, file=sys.stderr)
 
     def close(self) -> None:
-        self.file.close()
+        if self.file is not None:
+            self.file.close()
+
+
+def _to_device(batch: dict[str, torch.Tensor], device: torch.device) -> dict[str, torch.Tensor]:
+    if device.type == "cpu":
+        return batch
+    return {key: value.to(device) for key, value in batch.items()}
 
 
 def _mean_loss(model: PunctModel, featurizer: Featurizer, windows: list[Window],
-               batch_size: int) -> float:
+               batch_size: int, device: torch.device | str = "cpu") -> float:
     """Mean loss over windows (weighted by batch size), without gradients."""
     if not windows:
         return float("nan")
@@ -81,26 +114,28 @@ def _mean_loss(model: PunctModel, featurizer: Featurizer, windows: list[Window],
     total, count = 0.0, 0
     with torch.no_grad():
         for chunk in batched(windows, batch_size):
-            total += float(model.loss(featurizer.collate(chunk))) * len(chunk)
+            batch = _to_device(featurizer.collate(chunk), torch.device(device))
+            total += float(model.loss(batch)) * len(chunk)
             count += len(chunk)
     model.train(was_training)
     return total / count
 
 
 def evaluate(model: PunctModel, featurizer: Featurizer, config: dict[str, Any],
-             dev_utts: dict[str, Any], dev_seqs: list[Any], dev_loss_windows: list[Window]
-             ) -> dict[str, float | None]:
+             dev_utts: dict[str, Any], dev_seqs: list[Any], dev_loss_windows: list[Window],
+             device: torch.device | str = "cpu") -> dict[str, float | None]:
     """Dev loss and dev micro-F1 (decoded with the shared decoder and decode settings)."""
+    device = torch.device(device)
     labels = get_label_set(config["label_set"]).labels
     window, stride = decode_window(config)
     dec = config["decode"]
     pred = predict_words(model, featurizer, dev_seqs, window, stride,
                          batch_size=int(dec.get("batch_size") or 32),
-                         aggregate=dec.get("aggregate", "mean"))
+                         aggregate=dec.get("aggregate", "mean"), device=device)
     marks, caps = decide(pred, dev_seqs, labels, float(dec.get("threshold", 0.5)))
     out: dict[str, float | None] = {
         "dev_loss": _mean_loss(model, featurizer, dev_loss_windows,
-                               int(config["train"]["batch_size"]))
+                               int(config["train"]["batch_size"]), device)
     }
     if score_tables is not None:
         hyp = hypothesis_rows(dev_utts, dev_seqs, marks, caps, labels)
@@ -134,139 +169,312 @@ def _prepare_init(config: dict[str, Any]) -> tuple[dict[str, Any] | None, Path |
     return init_cfg, init_dir
 
 
+def _check_resume_config(config: dict[str, Any], exp_dir: Path) -> None:
+    """``--resume`` must continue the same experiment: same resolved config."""
+    path = exp_dir / "config.yaml"
+    if not path.is_file():
+        raise MissingDataError(f"nothing to resume: no config.yaml in {exp_dir} "
+                               "(run without --resume to train from scratch)", exp_dir)
+    saved = yaml.safe_load(path.read_text(encoding="utf-8"))
+    current = yaml.safe_load(yaml.safe_dump(config, sort_keys=False))
+    if saved != current:
+        keys = sorted(k for k in set(saved) | set(current) if saved.get(k) != current.get(k))
+        raise PunctInputError(f"--resume: the config differs from the experiment's in {keys}; "
+                              "rerun without --resume to start over", path)
+
+
 def train_experiment(config: dict[str, Any], train_dir: str | Path, dev_dir: str | Path,
                      exp_dir: str | Path, threads: int | None = None, quiet: bool = False,
-                     progress: bool | None = None) -> dict[str, Any]:
-    """Train one system; return the summary (also the last entry of history.json)."""
+                     progress: bool | None = None, resume: bool = False,
+                     dist: Dist | None = None) -> dict[str, Any]:
+    """Train one system; return the summary (also the last entry of history.json).
+
+    ``dist``: this process's rank in a data-parallel job (default: one CPU process); the
+    model runs on ``dist.device``. Raises ``TrainingPreempted`` after writing ``last.pt``
+    when SIGTERM or SIGUSR1 arrives.
+    """
     t0 = time.perf_counter()
+    dist = dist or Dist()
     exp_dir = Path(exp_dir)
     exp_dir.mkdir(parents=True, exist_ok=True)
-    tcfg = config["train"]
-    seed = int(tcfg["seed"])
+    seed = int(config["train"]["seed"])
     if progress is None:
         progress = not quiet and sys.stderr.isatty()
     init_cfg, init_dir = _prepare_init(config)
     if init_cfg is not None:
         config = dict(config, init_config=init_cfg)
-    save_config(config, exp_dir / "config.yaml")
-    (exp_dir / "env.json").write_text(
-        json.dumps(collect_env(seed, threads), indent=2) + "\n", encoding="utf-8")
-    for stale in ("train.log", "history.json", "best.pt", "last.pt"):
-        (exp_dir / stale).unlink(missing_ok=True)
-    log = Logger(exp_dir / "train.log", quiet)
+    if resume:
+        _check_resume_config(config, exp_dir)
+    elif dist.is_main:
+        save_config(config, exp_dir / "config.yaml")
+        (exp_dir / "env.json").write_text(
+            json.dumps(collect_env(seed, threads), indent=2) + "\n", encoding="utf-8")
+        for stale in ("train.log", "history.json"):
+            (exp_dir / stale).unlink(missing_ok=True)
+        clear_checkpoints(exp_dir)
+    dist.barrier()
+    log = Logger(exp_dir / "train.log" if dist.is_main else None, quiet or not dist.is_main)
     try:
-        return _train(config, Path(train_dir), Path(dev_dir), exp_dir, seed, init_dir, log,
-                      progress, t0)
+        with PreemptionGuard() as guard:
+            run = _Run(config, Path(train_dir), Path(dev_dir), exp_dir, init_dir, log,
+                       progress and dist.is_main, dist, guard)
+            return run.train(resume, t0)
     finally:
         log.close()
 
 
-def _train(config: dict[str, Any], train_dir: Path, dev_dir: Path, exp_dir: Path, seed: int,
-           init_dir: Path | None, log: Logger, progress: bool, t0: float) -> dict[str, Any]:
-    tcfg = config["train"]
-    rng = seed_everything(seed)
-    family = Registry.get(config["family"])
-    label_set = get_label_set(config["label_set"])
-    streams = config["featurizer"].get("streams") or ()
-    _, train_seqs = load_data_dir(train_dir, label_set, streams)
-    dev_utts, dev_seqs = load_data_dir(dev_dir, label_set, streams)
-    if init_dir is not None:
-        featurizer = family.load_featurizer(init_dir / "featurizer", config)
-    else:
-        featurizer = family.make_featurizer(config)
-        featurizer.fit(train_seqs)
-    featurizer.save(exp_dir / "featurizer")
-    model = family.make_model(config, featurizer)
-    if init_dir is not None:
-        state = torch.load(init_dir / "best.pt", map_location="cpu", weights_only=True)["model"]
-        if hasattr(model, "load_init"):
-            model.load_init(state)
-        else:
-            model.load_state_dict(state, strict=False)
-    optimizer = build_optimizer(model, tcfg["optimizer"])
-    params = [p for group in optimizer.param_groups for p in group["params"]]
-    window, stride = int(tcfg["window"]), int(tcfg["stride"])
-    train_windows = featurizer.windows(train_seqs, window, stride)
-    dev_loss_windows = featurizer.windows(dev_seqs, window, window)
-    if not train_windows:
-        raise PunctInputError("the training set gives no windows", train_dir / "words.tsv")
-    batch_size = int(tcfg["batch_size"])
-    steps_per_epoch = math.ceil(len(train_windows) / batch_size)
-    if tcfg.get("max_steps_per_epoch"):
-        steps_per_epoch = min(steps_per_epoch, int(tcfg["max_steps_per_epoch"]))
-    warmup_steps = round(float(tcfg.get("warmup_epochs") or 0) * steps_per_epoch)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda step: warmup_factor(step, warmup_steps))
-    grad_clip = float(tcfg.get("grad_clip") or 0.0)
-    criterion = tcfg["early_stopping"]
-    n_params = sum(p.numel() for p in params if p.requires_grad)
-    log(f"train {config['family']} on {sum(len(s) for s in train_seqs)} words "
-        f"({len(train_seqs)} utts, {len(train_windows)} windows), dev "
-        f"{sum(len(s) for s in dev_seqs)} words; {n_params} trainable parameters; "
-        f"seed {seed}; threads {torch.get_num_threads()}")
-    history: list[dict[str, Any]] = []
+@dataclass
+class _Progress:
+    """Where training stands; everything in it goes into ``last.pt``."""
+
+    epoch: int = 1  # the epoch in progress, or the last one finished when ``epoch_done``
+    step: int = 0  # steps done within ``epoch``
+    epoch_done: bool = False
+    finished: bool = False
+    shuffle_state: dict[str, Any] = field(default_factory=dict)  # for the next permutation
+    loss_sum: float = 0.0  # sum of batch loss x windows within ``epoch``
+    seen: int = 0
+    history: list[dict[str, Any]] = field(default_factory=list)
     best: dict[str, Any] | None = None
-    bad_epochs = 0
-    for epoch in range(1, int(tcfg["epochs"]) + 1):
+    bad_epochs: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {key: getattr(self, key) for key in self.__dataclass_fields__}
+
+
+class _Run:
+    """One training run: the model, its data and optimizer, and the loop over epochs."""
+
+    def __init__(self, config: dict[str, Any], train_dir: Path, dev_dir: Path, exp_dir: Path,
+                 init_dir: Path | None, log: Logger, progress: bool, dist: Dist,
+                 guard: PreemptionGuard):
+        self.config, self.tcfg = config, config["train"]
+        self.exp_dir, self.log, self.progress = exp_dir, log, progress
+        self.dist, self.device, self.guard = dist, dist.device, guard
+        self.seed = int(self.tcfg["seed"])
+        self.rng = seed_everything(self.seed)
+        family = Registry.get(config["family"])
+        label_set = get_label_set(config["label_set"])
+        streams = config["featurizer"].get("streams") or ()
+        _, self.train_seqs = load_data_dir(train_dir, label_set, streams)
+        self.dev_utts, self.dev_seqs = load_data_dir(dev_dir, label_set, streams)
+        if init_dir is not None:
+            featurizer = family.load_featurizer(init_dir / "featurizer", config)
+        else:
+            featurizer = family.make_featurizer(config)
+            featurizer.fit(self.train_seqs)
+        if dist.is_main:
+            featurizer.save(exp_dir / "featurizer")
+        self.featurizer = featurizer
+        model = family.make_model(config, featurizer)
+        if init_dir is not None:
+            state = torch.load(init_dir / BEST, map_location="cpu", weights_only=True)["model"]
+            if hasattr(model, "load_init"):
+                model.load_init(state)
+            else:
+                model.load_state_dict(state, strict=False)
+        self.model = model.to(self.device)
+        dist.broadcast_module(self.model)
+        if dist.world_size > 1:  # independent dropout masks on each rank
+            torch.manual_seed(self.seed + 7919 * (dist.rank + 1))
+        self.optimizer = build_optimizer(self.model, self.tcfg["optimizer"])
+        window, stride = int(self.tcfg["window"]), int(self.tcfg["stride"])
+        self.train_windows = featurizer.windows(self.train_seqs, window, stride)
+        self.dev_loss_windows = featurizer.windows(self.dev_seqs, window, window)
+        if not self.train_windows:
+            raise PunctInputError("the training set gives no windows", train_dir / "words.tsv")
+        self.batch_size = int(self.tcfg["batch_size"])
+        steps = math.ceil(len(self.train_windows) / self.batch_size)
+        if self.tcfg.get("max_steps_per_epoch"):
+            steps = min(steps, int(self.tcfg["max_steps_per_epoch"]))
+        self.steps_per_epoch = steps
+        warmup_steps = round(float(self.tcfg.get("warmup_epochs") or 0) * steps)
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(
+            self.optimizer, lambda step: warmup_factor(step, warmup_steps))
+        self.grad_clip = float(self.tcfg.get("grad_clip") or 0.0)
+        self.criterion = self.tcfg["early_stopping"]
+
+    # -- checkpoints -----------------------------------------------------------------
+    def _trained_params(self) -> list[torch.nn.Parameter]:
+        return [p for group in self.optimizer.param_groups for p in group["params"]
+                if p.requires_grad]
+
+    def _save(self, state: _Progress) -> None:
+        """Write ``last.pt`` (rank 0) with the random generators of every rank."""
+        rng = self.dist.gather_object(capture_rng_state())
+        if self.dist.is_main:
+            save_resumable({
+                "format": CHECKPOINT_FORMAT, "model": self.model.state_dict(),
+                "optimizer": self.optimizer.state_dict(),
+                "scheduler": self.scheduler.state_dict(), "rng": rng,
+                "world_size": self.dist.world_size, **state.to_dict(),
+            }, self.exp_dir)
+
+    def _restore(self) -> _Progress:
+        """Load the newest good checkpoint; returns where to continue."""
+        ckpt, path = load_resumable(self.exp_dir, self.log if self.dist.is_main else None)
+        if ckpt.get("format") != CHECKPOINT_FORMAT:
+            raise PunctInputError(f"not a resumable checkpoint of this trainer "
+                                  f"(format {ckpt.get('format')!r})", path)
+        state = _Progress(**{key: ckpt[key] for key in _Progress.__dataclass_fields__})
+        self.model.load_state_dict(ckpt["model"])
+        hook = getattr(self.model, "on_epoch_start", None)
+        if callable(hook):  # replay the hooks of the epochs begun so far (e.g. unfreezing)
+            for epoch in range(1, state.epoch + 1):
+                hook(epoch)
+        self.optimizer.load_state_dict(ckpt["optimizer"])
+        self.scheduler.load_state_dict(ckpt["scheduler"])
+        rng = ckpt["rng"]
+        if len(rng) == self.dist.world_size:
+            restore_rng_state(rng[self.dist.rank])
+        else:
+            self.log(f"warning: {path} was written by {len(rng)} processes, this run has "
+                     f"{self.dist.world_size}; random streams (dropout) will differ")
+            restore_rng_state(rng[0])
+            if self.dist.world_size > 1:
+                torch.manual_seed(self.seed + 7919 * (self.dist.rank + 1))
+        self.rng.bit_generator.state = state.shuffle_state
+        where = ("end" if state.epoch_done
+                 else f"step {state.step}/{self.steps_per_epoch}")
+        self.log(f"resuming from {path}: epoch {state.epoch} {where}")
+        return state
+
+    # -- one step --------------------------------------------------------------------
+    def _step(self, chunk: list[int], epoch: int) -> StepReduction:
+        mine = shard(chunk, self.dist.rank, self.dist.world_size)
+        self.optimizer.zero_grad(set_to_none=True)
+        loss_value, weight, nonfinite = 0.0, 0.0, False
+        if mine:
+            batch = _to_device(self.featurizer.collate([self.train_windows[i] for i in mine]),
+                               self.device)
+            loss = self.model.loss(batch)
+            nonfinite = not bool(torch.isfinite(loss))
+            loss_value = float(loss.detach())
+            if not nonfinite:
+                loss.backward()
+                if self.dist.world_size > 1:
+                    weight = loss_weight(self.model, batch)
+        params = self._trained_params()
+        reduced = self.dist.reduce_step(params, weight, loss_value, self.guard.requested,
+                                        nonfinite)
+        if reduced.nonfinite:
+            raise FloatingPointError(f"non-finite training loss {loss_value} in epoch {epoch}")
+        if self.grad_clip > 0:
+            torch.nn.utils.clip_grad_norm_([p for p in params if p.grad is not None],
+                                           self.grad_clip)
+        self.optimizer.step()
+        self.scheduler.step()
+        return reduced
+
+    def _preempted(self, state: _Progress) -> TrainingPreempted:
+        where = (f"after epoch {state.epoch}" if state.epoch_done
+                 else f"in epoch {state.epoch} after step {state.step}/{self.steps_per_epoch}")
+        sig = self.guard.received.name if self.guard.received else "a signal to another rank"
+        message = (f"preempted by {sig} {where}: wrote {self.exp_dir / 'last.pt'}; "
+                   "rerun with --resume to continue")
+        self.log(message)
+        return TrainingPreempted(message, self.exp_dir / "last.pt")
+
+    # -- the loop --------------------------------------------------------------------
+    def train(self, resume: bool, t0: float) -> dict[str, Any]:
+        n_params = sum(p.numel() for p in self._trained_params())
+        self.log(f"train {self.config['family']} on {sum(len(s) for s in self.train_seqs)} "
+                 f"words ({len(self.train_seqs)} utts, {len(self.train_windows)} windows), dev "
+                 f"{sum(len(s) for s in self.dev_seqs)} words; {n_params} trainable "
+                 f"parameters; seed {self.seed}; threads {torch.get_num_threads()}; "
+                 f"{self.dist.world_size} process(es) on {self.device}")
+        state = self._restore() if resume else _Progress()
+        hook = getattr(self.model, "on_epoch_start", None)
+        epoch = state.epoch + 1 if state.epoch_done else state.epoch
+        mid_epoch = resume and not state.epoch_done
+        while not state.finished and epoch <= int(self.tcfg["epochs"]):
+            if not mid_epoch:
+                if callable(hook):  # e.g. unfreeze the encoder after k epochs
+                    hook(epoch)
+                state.epoch, state.step, state.epoch_done = epoch, 0, False
+                state.loss_sum, state.seen = 0.0, 0
+            mid_epoch = False
+            self._train_epoch(state)
+            epoch += 1
+        self.dist.barrier()
+        if not self.dist.is_main:  # history and best model live on rank 0
+            return {"rank": self.dist.rank, "epochs_run": state.epoch}
+        assert state.best is not None
+        best, history = state.best, state.history
+        summary = {"best_epoch": best["epoch"], "epochs_run": len(history),
+                   "dev_micro_f1": best["dev_micro_f1"], "dev_loss": best["dev_loss"],
+                   "seconds": round(time.perf_counter() - t0, 2),
+                   "checkpoint": str(self.exp_dir / BEST)}
+        self.log(f"done: {self.config['family']} best epoch {best['epoch']}/{len(history)} "
+                 f"dev micro-F1 {best['dev_micro_f1']:.4f} dev loss {best['dev_loss']:.4f} in "
+                 f"{summary['seconds']:.1f}s -> {self.exp_dir / BEST}")
+        return summary
+
+    def _train_epoch(self, state: _Progress) -> None:
+        """Train ``state.epoch`` from ``state.step`` on, evaluate, checkpoint, decide."""
         e0 = time.perf_counter()
-        if hasattr(model, "on_epoch_start"):  # e.g. unfreeze the encoder after k epochs
-            model.on_epoch_start(epoch)
-        model.train()
-        order = rng.permutation(len(train_windows))[: steps_per_epoch * batch_size]
-        total, seen = 0.0, 0
-        bar = tqdm(total=steps_per_epoch, desc=f"epoch {epoch}", unit="step",
-                   disable=not progress, leave=False)
-        for chunk in batched(order.tolist(), batch_size):
-            batch = featurizer.collate([train_windows[i] for i in chunk])
-            loss = model.loss(batch)
-            if not torch.isfinite(loss):
-                raise FloatingPointError(f"non-finite training loss {float(loss)} "
-                                         f"in epoch {epoch}")
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            if grad_clip > 0:
-                torch.nn.utils.clip_grad_norm_([p for p in params if p.grad is not None],
-                                               grad_clip)
-            optimizer.step()
-            scheduler.step()
-            total += loss.item() * len(chunk)
-            seen += len(chunk)
+        epoch = state.epoch
+        self.model.train()
+        state.shuffle_state = self.rng.bit_generator.state  # this epoch's permutation
+        order = self.rng.permutation(len(self.train_windows))
+        order = order[: self.steps_per_epoch * self.batch_size].tolist()
+        bar = tqdm(total=self.steps_per_epoch, initial=state.step, desc=f"epoch {epoch}",
+                   unit="step", disable=not self.progress, leave=False)
+        for index, chunk in enumerate(batched(order, self.batch_size)):
+            if index < state.step:
+                continue  # done before the run was interrupted
+            reduced = self._step(chunk, epoch)
+            state.loss_sum += reduced.loss * len(chunk)
+            state.seen += len(chunk)
+            state.step = index + 1
             bar.update(1)
-            bar.set_postfix(loss=f"{total / seen:.4f}")
+            bar.set_postfix(loss=f"{state.loss_sum / state.seen:.4f}")
+            if reduced.preempt and state.step < self.steps_per_epoch:
+                bar.close()
+                self._save(state)
+                self.dist.barrier()
+                raise self._preempted(state)
         bar.close()
-        dev = evaluate(model, featurizer, config, dev_utts, dev_seqs, dev_loss_windows)
-        record = {"epoch": epoch, "train_loss": total / max(seen, 1), **dev,
-                  "lr": optimizer.param_groups[0]["lr"],
+        stop = False
+        if self.dist.is_main:
+            stop = self._end_epoch(state, e0)
+        stop, preempt = self.dist.any_flag(self.guard.requested, stop)
+        state.epoch_done, state.finished = True, stop or epoch >= int(self.tcfg["epochs"])
+        state.shuffle_state = self.rng.bit_generator.state  # the next epoch's permutation
+        self._save(state)
+        self.dist.barrier()
+        if preempt and not state.finished:
+            raise self._preempted(state)
+
+    def _end_epoch(self, state: _Progress, e0: float) -> bool:
+        """Rank 0: evaluate, log, keep the best model; True when training should stop."""
+        dev = evaluate(self.model, self.featurizer, self.config, self.dev_utts, self.dev_seqs,
+                       self.dev_loss_windows, self.device)
+        record = {"epoch": state.epoch, "train_loss": state.loss_sum / max(state.seen, 1),
+                  **dev, "lr": self.optimizer.param_groups[0]["lr"],
                   "seconds": round(time.perf_counter() - e0, 3)}
         # Ties on dev F1 (e.g. 0 while the model still predicts no mark) go to dev loss.
-        score = ((dev["dev_micro_f1"], -float(dev["dev_loss"])) if criterion == "micro_f1"
+        score = ((dev["dev_micro_f1"], -float(dev["dev_loss"])) if self.criterion == "micro_f1"
                  else (-float(dev["dev_loss"]),))
-        improved = best is None or score > best["score"]
+        improved = state.best is None or score > tuple(state.best["score"])
         record["best"] = improved
-        history.append(record)
-        torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
-                    "epoch": epoch}, exp_dir / "last.pt")
+        state.history.append(record)
         if improved:
-            best = {"score": score, "epoch": epoch, **dev}
-            torch.save({"model": model.state_dict(), "epoch": epoch}, exp_dir / "best.pt")
-            bad_epochs = 0
+            state.best = {"score": list(score), "epoch": state.epoch, **dev}
+            save_atomic({"model": self.model.state_dict(), "epoch": state.epoch},
+                        self.exp_dir / BEST)
+            state.bad_epochs = 0
         else:
-            bad_epochs += 1
-        log(f"epoch {epoch} train_loss {record['train_loss']:.4f} "
-            f"dev_loss {dev['dev_loss']:.4f} dev_micro_f1 {dev['dev_micro_f1']:.4f} "
-            f"lr {record['lr']:.3g} time {record['seconds']:.1f}s" + (" *" if improved else ""))
-        (exp_dir / "history.json").write_text(json.dumps(history, indent=1) + "\n",
-                                              encoding="utf-8")
-        if bad_epochs >= int(tcfg["patience"]) and epoch >= int(tcfg.get("min_epochs", 0)):
-            log(f"early stopping after epoch {epoch}: no dev {criterion} improvement in "
-                f"{bad_epochs} epochs")
-            break
-    assert best is not None
-    summary = {"best_epoch": best["epoch"], "epochs_run": len(history),
-               "dev_micro_f1": best["dev_micro_f1"], "dev_loss": best["dev_loss"],
-               "seconds": round(time.perf_counter() - t0, 2),
-               "checkpoint": str(exp_dir / "best.pt")}
-    log(f"done: {config['family']} best epoch {best['epoch']}/{len(history)} dev micro-F1 "
-        f"{best['dev_micro_f1']:.4f} dev loss {best['dev_loss']:.4f} in "
-        f"{summary['seconds']:.1f}s -> {exp_dir / 'best.pt'}")
-    return summary
+            state.bad_epochs += 1
+        self.log(f"epoch {state.epoch} train_loss {record['train_loss']:.4f} "
+                 f"dev_loss {dev['dev_loss']:.4f} dev_micro_f1 {dev['dev_micro_f1']:.4f} "
+                 f"lr {record['lr']:.3g} time {record['seconds']:.1f}s"
+                 + (" *" if improved else ""))
+        (self.exp_dir / "history.json").write_text(json.dumps(state.history, indent=1) + "\n",
+                                                   encoding="utf-8")
+        if (state.bad_epochs >= int(self.tcfg["patience"])
+                and state.epoch >= int(self.tcfg.get("min_epochs", 0))):
+            self.log(f"early stopping after epoch {state.epoch}: no dev {self.criterion} "
+                     f"improvement in {state.bad_epochs} epochs")
+            return True
+        return False

@@ -1,0 +1,128 @@
+"""Prosodic features (F0, voicing, intensity, deltas; z-normalised per utterance).
+
+    python -m punct.bin.make_prosody --data-dir data/test [--job J --num-jobs N]
+
+Without ``--job``: every utterance with audio into ``<data-dir>/prosody.ark`` and
+``<data-dir>/prosody.scp`` (kaldiio). With ``--job J``: the utterances with index
+% N == J-1 (C-sorted ids) into ``<data-dir>/prosody_split/prosody.J.{ark,scp}``; then
+``--merge --num-jobs N`` concatenates the parts' scp into ``<data-dir>/prosody.scp``.
+Resumable: a part whose scp is complete is not recomputed. The column names are written
+to ``<data-dir>/prosody.names``. Missing or empty audio is an error naming the
+utterance and the wav.scp line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from punct.errors import MissingDataError, PunctInputError, report_error
+from punct.features.prosody import ProsodyConfig, feature_names, prosody_features
+
+STREAM = "prosody"
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m punct.bin.make_prosody", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--data-dir", required=True, help="Kaldi data dir with wav.scp")
+    p.add_argument("--job", type=int, default=None, help="1-based job index")
+    p.add_argument("--num-jobs", type=int, default=1, help="number of jobs")
+    p.add_argument("--merge", action="store_true", help="merge the job parts")
+    p.add_argument("--pitch-floor", type=float, default=ProsodyConfig.pitch_floor)
+    p.add_argument("--pitch-ceiling", type=float, default=ProsodyConfig.pitch_ceiling)
+    args = p.parse_args(argv)
+    if args.num_jobs < 1:
+        p.error("--num-jobs must be >= 1")
+    if args.job is not None and not 1 <= args.job <= args.num_jobs:
+        p.error(f"--job must be in 1..{args.num_jobs}")
+    if args.job is not None and args.merge:
+        p.error("--job and --merge are separate steps")
+    return args
+
+
+def _scp_keys(path: Path) -> list[str]:
+    if not path.is_file():
+        return []
+    return [line.split(maxsplit=1)[0] for line in path.read_text(encoding="utf-8").splitlines()
+            if line.strip()]
+
+
+def write_features(data_dir: Path, ark: Path, scp: Path, job: int, num_jobs: int,
+                   config: ProsodyConfig) -> int:
+    """Compute the features of one job's utterances into ``ark``/``scp`` (atomic scp)."""
+    import kaldiio
+
+    from punct.bin.align import load_requests
+
+    requests = [r for i, r in enumerate(load_requests(data_dir)) if i % num_jobs == job - 1]
+    if _scp_keys(scp) == [r.utt_id for r in requests]:
+        return 0  # done already
+    ark.parent.mkdir(parents=True, exist_ok=True)
+    tmp_scp = scp.with_name(scp.name + ".tmp")
+    with kaldiio.WriteHelper(f"ark,scp:{ark.resolve()},{tmp_scp.resolve()}") as writer:
+        for req in requests:
+            samples, rate = req.load_audio()
+            if len(samples) == 0:
+                raise MissingDataError(f"utterance {req.utt_id}: empty audio {req.wav!r}",
+                                       req.wav_scp, req.wav_line)
+            feats = prosody_features(samples, rate, config)
+            if not np.isfinite(feats).all():
+                raise PunctInputError(f"utterance {req.utt_id}: non-finite prosody features "
+                                      f"from {req.wav!r}", req.wav_scp, req.wav_line)
+            writer(req.utt_id, feats)
+    os.replace(tmp_scp, scp)
+    return len(requests)
+
+
+def merge(data_dir: Path, num_jobs: int) -> int:
+    """Concatenate the parts' scp files into ``<data-dir>/prosody.scp``."""
+    lines: list[str] = []
+    for job in range(1, num_jobs + 1):
+        part = data_dir / f"{STREAM}_split" / f"{STREAM}.{job}.scp"
+        if not part.is_file():
+            raise MissingDataError(f"prosody part {job} of {num_jobs} is missing (run the job)",
+                                   part)
+        lines += [ln for ln in part.read_text(encoding="utf-8").splitlines() if ln.strip()]
+    lines.sort(key=lambda ln: ln.split(maxsplit=1)[0].encode())
+    tmp = data_dir / f"{STREAM}.scp.tmp"
+    tmp.write_text("".join(ln + "\n" for ln in lines), encoding="utf-8")
+    os.replace(tmp, data_dir / f"{STREAM}.scp")
+    return len(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    data_dir = Path(args.data_dir)
+    config = ProsodyConfig(pitch_floor=args.pitch_floor, pitch_ceiling=args.pitch_ceiling)
+    t0 = time.perf_counter()
+    try:
+        (data_dir / f"{STREAM}.names").write_text(" ".join(feature_names(config)) + "\n",
+                                                  encoding="utf-8")
+        if args.merge:
+            n = merge(data_dir, args.num_jobs)
+            what = f"merged {n} utterances"
+        elif args.job is not None:
+            split = data_dir / f"{STREAM}_split"
+            n = write_features(data_dir, split / f"{STREAM}.{args.job}.ark",
+                               split / f"{STREAM}.{args.job}.scp", args.job, args.num_jobs,
+                               config)
+            what = f"job {args.job}/{args.num_jobs}: {n} utterances computed"
+        else:
+            n = write_features(data_dir, data_dir / f"{STREAM}.ark", data_dir / f"{STREAM}.scp",
+                               1, 1, config)
+            what = f"{n} utterances computed"
+    except PunctInputError as err:
+        return report_error("make_prosody", err)
+    print(f"make_prosody {data_dir}: {what} in {time.perf_counter() - t0:.1f}s",
+          file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

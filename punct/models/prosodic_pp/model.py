@@ -1,0 +1,89 @@
+"""The phrase-sequence network of Moró & Szaszák (2017, 3.2) and the family registration.
+
+BiLSTM(20) -> dropout 0.25 -> BiLSTM(40) -> dropout 0.3 -> linear -> softmax over
+O + the marks of the label set, read at the target slot (position W-2 of a window of W
+phrase slots). Trained with class-weighted cross-entropy (weights from the featurizer).
+``predict`` puts the mark probabilities of the target slot at output position 0 (the
+word matched to the slot) and zeros at the other positions (uncovered words -> O).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import nn
+
+from punct.models.base import Family, Featurizer, Prediction, PunctModel, Registry
+from punct.models.prosodic_pp.featurizer import IGNORE, PPFeaturizer
+
+MODEL_OPTIONS = ("hidden1", "hidden2", "dropout1", "dropout2")
+
+
+class PhraseSequenceNet(PunctModel):
+    """Two BiLSTM layers over the phrase-slot features of a window."""
+
+    def __init__(self, in_dim: int, n_marks: int, class_weights: torch.Tensor,
+                 hidden1: int = 20, hidden2: int = 40, dropout1: float = 0.25,
+                 dropout2: float = 0.3):
+        super().__init__()
+        self.lstm1 = nn.LSTM(max(in_dim, 1), hidden1, batch_first=True, bidirectional=True)
+        self.drop1 = nn.Dropout(dropout1)
+        self.lstm2 = nn.LSTM(2 * hidden1, hidden2, batch_first=True, bidirectional=True)
+        self.drop2 = nn.Dropout(dropout2)
+        self.out = nn.Linear(2 * hidden2, n_marks + 1)
+        self.in_dim = in_dim
+        self.register_buffer("class_weights", class_weights.float().clone())
+
+    def logits(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        """(B, 1 + P) logits at the target slot (position W-2)."""
+        x = batch["feats"].float()
+        if self.in_dim == 0:  # no feature stream selected: a constant input
+            x = x.new_zeros(*x.shape[:2], 1)
+        h, _ = self.lstm1(x)
+        h, _ = self.lstm2(self.drop1(h))
+        return self.out(self.drop2(h[:, x.shape[1] - 2]))
+
+    def loss(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        target = batch["target"]
+        if bool((target == IGNORE).all()):
+            return self.out.weight.sum() * 0.0
+        return nn.functional.cross_entropy(self.logits(batch), target,
+                                           weight=self.class_weights, ignore_index=IGNORE)
+
+    def predict(self, batch: dict[str, torch.Tensor]) -> Prediction:
+        probs = torch.softmax(self.logits(batch).float(), dim=-1)  # (B, 1 + P)
+        b, t = batch["word_ids"].shape
+        out = probs.new_zeros(b, t, probs.shape[1] - 1)
+        out[:, 0] = probs[:, 1:]
+        return Prediction(out, None, {"slot_probs": probs})
+
+    def load_init(self, state: dict[str, torch.Tensor]) -> None:
+        """``init_from`` shares the PP models; the network weights are loaded only when they
+        fit (same feature groups), e.g. to adapt a trained network to new data."""
+        own = self.state_dict()
+        if set(state) == set(own) and all(state[k].shape == own[k].shape for k in own):
+            self.load_state_dict(state)
+
+
+def make_model(config: dict[str, Any], featurizer: Featurizer) -> PunctModel:
+    if not isinstance(featurizer, PPFeaturizer):
+        raise TypeError("the prosodic_pp family needs a PPFeaturizer")
+    opts = config.get("model") or {}
+    unknown = set(opts) - set(MODEL_OPTIONS)
+    if unknown:
+        raise ValueError(f"unknown prosodic_pp model options {sorted(unknown)}; "
+                         f"known {list(MODEL_OPTIONS)}")
+    return PhraseSequenceNet(featurizer.dim, len(featurizer.labels),
+                             torch.as_tensor(featurizer.class_weights),
+                             int(opts.get("hidden1", 20)), int(opts.get("hidden2", 40)),
+                             float(opts.get("dropout1", 0.25)), float(opts.get("dropout2", 0.3)))
+
+
+FAMILY = Family(
+    name="prosodic_pp",
+    make_featurizer=PPFeaturizer.from_config,
+    make_model=make_model,
+    load_featurizer=lambda directory, config: PPFeaturizer.load(directory, config),
+)
+Registry.register(FAMILY)

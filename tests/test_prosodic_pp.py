@@ -1,0 +1,198 @@
+"""The prosodic_pp family: rule PP labels, PP slots, window targets, a tiny end-to-end run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from punct.infer.decode import predict_words
+from punct.models.base import Registry, WordSeq
+from punct.models.prosodic_pp.featurizer import IGNORE, PPFeaturizer, slot_class
+from punct.models.prosodic_pp.pp_labels import PP_TYPES, Phrase, rule_phrases
+from punct.models.prosodic_pp.slots import build_slots, sil_durations, slot_features
+from punct.train.config import resolve_config
+
+LABELS = ("COMMA", "PERIOD")
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+class StubAligner:
+    """Returns fixed phrases, whatever the features."""
+
+    frame_shift = 0.01
+
+    def __init__(self, phrases: list[Phrase]):
+        self.phrases = phrases
+
+    def align(self, feats: np.ndarray, insertion: float = 0.0) -> list[Phrase]:
+        return self.phrases
+
+
+def seq_of(times: list[tuple[float, float]], marks: list[str | None], frames: int,
+           offset: int = 0) -> WordSeq:
+    n = len(times)
+    t = np.array(times, dtype=np.float64)
+    pauses = np.append(t[1:, 0] - t[:-1, 1], frames * 0.01 - t[-1, 1]).astype(np.float32)
+    punct = np.zeros((n, 2), np.float32)
+    for i, m in enumerate(marks):
+        if m:
+            punct[i, LABELS.index(m)] = 1.0
+    return WordSeq("u", [f"w{i}" for i in range(n)], pauses, punct, np.zeros(n, np.int64),
+                   offset, feats={"prosody": np.zeros((frames, 9), np.float32)}, times=t)
+
+
+# words: w0 0.0-0.5 (COMMA), w1 0.8-1.2, w2 1.2-1.6, w3 1.7-2.0 (PERIOD); audio 2.2 s
+TIMES = [(0.0, 0.5), (0.8, 1.2), (1.2, 1.6), (1.7, 2.0)]
+MARKS = ["COMMA", None, None, "PERIOD"]
+PHRASES = [Phrase("io", 0.0, 0.5),  # ends at w0 -> w0
+           Phrase("sil", 0.5, 0.8),  # ends in w0's pause region too -> duplicate
+           Phrase("ss", 0.8, 1.0),  # ends inside w1 -> unmatched
+           Phrase("ie", 1.0, 2.02),  # ends at w3 -> w3
+           Phrase("sil", 2.02, 2.2)]  # utterance end, w3's region again -> duplicate
+
+
+def test_slots_match_ends_to_words_by_hand() -> None:
+    seq = seq_of(TIMES, MARKS, 220)
+    slots = build_slots(PHRASES, seq.times, seq.pauses, 2.2)
+    assert slots.word.tolist() == [0, -1, -1, 3, -1]
+    assert slots.unmatched.tolist() == [False, False, True, False, False]
+    # w1, w2 have no PP end: w1 ends at 1.2 -> slot 3 (ends 2.02); w2 ends 1.6 -> slot 3
+    assert slots.uncovered == [[], [], [], [1, 2], []]
+    # SIL_dur: closest word end within 250 ms: w0 (0.3 s pause) for 0.5 and 0.8 (0.3 away
+    # from 0.5 -> none, so 0), none for 1.0, w3 (0.2 s) for 2.02 and 2.2
+    np.testing.assert_allclose(slots.pause, [0.3, 0.0, 0.0, 0.2, 0.2], atol=1e-6)
+    feats = slot_features(slots, ["label", "duration", "pause"])
+    assert feats.shape == (5, len(PP_TYPES) + 2)
+    assert feats[2, PP_TYPES.index("ss")] == 1.0 and feats[2, :7].sum() == 1.0
+    assert slot_features(slots, ["label"]).shape == (5, 7)
+
+
+def test_sil_duration_takes_the_closest_word_end() -> None:
+    times = np.array([[0.0, 1.0], [1.1, 1.2]])
+    out = sil_durations(np.array([1.15, 3.0]), times, np.array([0.1, 0.5]), 0.25)
+    np.testing.assert_allclose(out, [0.5, 0.0])  # 1.2 is 0.05 away, 1.0 is 0.15 away
+
+
+def test_window_targets_and_word_ids_by_hand() -> None:
+    feat = PPFeaturizer(LABELS, {"pp_features": ["label"]})
+    feat.aligner = StubAligner(PHRASES)
+    seq = seq_of(TIMES, MARKS, 220, offset=10)
+    wins = feat.windows([seq], window=4, stride=4)
+    assert len(wins) == len(PHRASES)
+    assert [int(w["target"][0]) for w in wins] == [1, 0, 0, 2, 0]  # COMMA, O, O, PERIOD, O
+    assert [w["word_ids"].tolist() for w in wins] == [[10], [-1], [-1], [13, 11, 12], [-1]]
+    # target slot j sits at position W-2; position W-1 is the next phrase (or padding)
+    onehot = [w["feats"].argmax(axis=1).tolist() for w in wins]
+    types = [PP_TYPES.index(p.label) for p in PHRASES]
+    for j, w in enumerate(wins):
+        assert onehot[j][2] == types[j]
+        assert w["feats"][3].sum() == (1.0 if j + 1 < len(PHRASES) else 0.0)
+        assert w["feats"][0].sum() == (1.0 if j >= 2 else 0.0)
+    batch = feat.collate(wins)
+    assert batch["feats"].shape == (5, 4, 7) and batch["word_ids"].shape == (5, 3)
+    assert batch["word_ids"][0].tolist() == [10, -1, -1]
+    stats = feat.slot_stats([seq])
+    assert (stats["pp_slots"], stats["matched"], stats["unmatched"], stats["duplicate"]) == (
+        5, 2, 1, 2)
+    assert stats["smr"] == pytest.approx(0.5) and stats["missed_punct_ratio"] == 0.0
+
+
+def test_utterance_without_prosody_gets_zero_predictions() -> None:
+    feat = PPFeaturizer(LABELS, {})
+    feat.aligner = StubAligner(PHRASES)
+    seq = seq_of(TIMES, MARKS, 220)
+    seq.feats = {}
+    (win,) = feat.windows([seq], 4, 1)
+    assert win["word_ids"].tolist() == [-1, 0, 1, 2, 3] and win["target"][0] == IGNORE
+
+
+def test_slot_class_prefers_period() -> None:
+    assert slot_class(np.array([0.0, 0.0])) == 0
+    assert slot_class(np.array([1.0, 0.0])) == 1
+    assert slot_class(np.array([1.0, 1.0])) == 2
+
+
+def test_rule_phrases_on_a_flat_contour() -> None:
+    feats = np.zeros((300, 9), np.float32)
+    times = np.array([[0.1, 0.5], [0.5, 0.9], [1.5, 2.0], [2.0, 2.6]])
+    phrases = rule_phrases(feats, times, 3.0)
+    # gap 0.9-1.5 and 2.6-3.0 are silences; flat F0: no stress, no rise -> one io per IP
+    assert [(p.label, p.start, p.end) for p in phrases] == [
+        ("io", 0.0, 0.9), ("sil", 0.9, 1.5), ("io", 1.5, 2.6), ("sil", 2.6, 3.0)]
+
+
+def _synthetic_corpus(n_utts: int, rng: np.random.Generator, offset: int = 0
+                      ) -> list[WordSeq]:
+    """Utterances of 6 words; a COMMA before a short pause, a PERIOD before a long one,
+    with a falling F0 on the last word of each group."""
+    seqs = []
+    for u in range(n_utts):
+        times, marks, f0 = [], [], []
+        t = 0.1
+        for i in range(6):
+            dur = rng.uniform(0.3, 0.45)
+            times.append((t, t + dur))
+            mark = "PERIOD" if i in (2, 5) else ("COMMA" if i in (0, 3) else None)
+            marks.append(mark)
+            t += dur + (0.5 if mark == "PERIOD" else 0.3 if mark == "COMMA" else 0.0)
+        frames = int(np.ceil((t + 0.1) / 0.01))
+        f0 = rng.normal(0, 0.1, frames)
+        for (s, e), m in zip(times, marks, strict=True):
+            a, b = int(s / 0.01), int(e / 0.01)
+            f0[a:b] += np.linspace(1.0, -1.0 if m else 0.5, b - a)
+        feats = np.zeros((frames, 9), np.float32)
+        feats[:, 0] = f0
+        feats[:, 2] = -2.0
+        for s, e in times:
+            feats[int(s / 0.01):int(e / 0.01), 2] = 1.0
+        seq = seq_of(times, marks, frames, offset)
+        seq.utt_id = f"u{u}"
+        seq.feats = {"prosody": feats}
+        seqs.append(seq)
+        offset += len(seq)
+    return seqs
+
+
+def test_tiny_end_to_end_fit_predict_save_load(tmp_path: Path) -> None:
+    rng = np.random.default_rng(0)
+    train = _synthetic_corpus(6, rng)
+    test = _synthetic_corpus(2, rng)
+    config = resolve_config({
+        "family": "prosodic_pp", "label_set": "moro2",
+        "featurizer": {"streams": ["prosody"], "hmm": {"n_states": 3, "n_mix": 1, "n_iter": 2}},
+        "train": {"window": 4, "stride": 1},
+    })
+    family = Registry.get("prosodic_pp")
+    feat = family.make_featurizer(config)
+    feat.fit(train)
+    assert feat.class_weights.shape == (3,) and feat.class_weights[0] < feat.class_weights[2]
+    model = family.make_model(config, feat)
+    opt = torch.optim.Adam(model.parameters(), lr=0.01)
+    batch = feat.collate(feat.windows(train, 4, 1))
+    first = model.loss(batch).item()
+    for _ in range(30):
+        opt.zero_grad()
+        loss = model.loss(batch)
+        loss.backward()
+        opt.step()
+    assert model.loss(batch).item() < first
+    pred = predict_words(model, feat, test, 4, 1)
+    assert pred.punct.shape == (12, 2) and (pred.counts >= 1).all()
+    assert (pred.punct.sum(axis=1) <= 1.0 + 1e-6).all()
+    feat.save(tmp_path)
+    again = family.load_featurizer(tmp_path, config)
+    for a, b in zip(feat.windows(test, 4, 1), again.windows(test, 4, 1), strict=True):
+        np.testing.assert_array_equal(a["feats"], b["feats"])
+        np.testing.assert_array_equal(a["word_ids"], b["word_ids"])
+    with pytest.raises(ValueError, match="unknown prosodic_pp featurizer"):
+        PPFeaturizer(LABELS, {"bogus": 1})
