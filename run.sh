@@ -44,7 +44,8 @@ ngpu=0                      # GPUs per training job (0 = CPU); N > 1 = N data-pa
 train_set=train             # training set (data/<set>)
 dev_set=dev                 # validation set: model selection and early stopping
 test_sets="test"            # test sets to decode and score
-aligner=dtw                 # aligner for pauses (stage 2): dtw | vad | reference | ctm | textgrid
+aligner=dtw                 # stage 2: dtw | vad | pocketsphinx | ctc | auto | reference | ctm | textgrid
+ctc_model=""                # --aligner ctc: wav2vec2/MMS CTC model (Hugging Face id or local dir)
 score_alignment=true        # boundary error vs downloads/<corpus>/ref timings, where they exist
 feature_streams="prosody"   # stage 3: acoustic features of sets with audio (prosody, fbank)
 baseline_systems="brnn_text brnn_pause"           # stage 4 configs (conf/model/<name>.yaml)
@@ -123,9 +124,12 @@ if stage_begin 2 "align: word timings and pauses ($aligner)"; then
     out=data/$set/align/$aligner
     # --reference-dir is the timing source of --aligner reference (unused by dtw/vad).
     # shellcheck disable=SC2154
+    ctc_opt=()
+    [ -n "$ctc_model" ] && ctc_opt=(--ctc-model "$ctc_model")
     $cpu_cmd JOB=1:"$nj" "log/align_$set.JOB.log" \
       python -m punct.bin.align --data-dir "data/$set" --aligner "$aligner" \
-        --reference-dir downloads/"$corpus"/ref --out-dir "$out" --job JOB --num-jobs "$nj"
+        --reference-dir downloads/"$corpus"/ref --out-dir "$out" --job JOB --num-jobs "$nj" \
+        "${ctc_opt[@]+"${ctc_opt[@]}"}"
     ref_opt=()
     if $score_alignment && [ -d "downloads/$corpus/ref" ]; then
       ref_opt=(--reference-dir "downloads/$corpus/ref")

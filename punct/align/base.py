@@ -5,8 +5,9 @@ segment and its unpunctuated lower-case words) and returns an :class:`AlignResul
 one :class:`AlignedWord` per transcript word, times in seconds relative to the
 utterance start (Kaldi's utterance-level CTM convention), or ``None`` when it has no
 timings for that utterance (e.g. a reference file is missing). Aligners are registered
-by name (``vad``, ``reference``, ``ctm``, ``textgrid``) and built with
-:func:`get_aligner`.
+by name (``vad``, ``dtw``, ``pocketsphinx``, ``ctc``, ``auto``, ``reference``, ``ctm``,
+``textgrid``) and built with :func:`get_aligner`. :func:`check_plausible` is the
+generic "transcript does not fit the audio" check on an alignment's word durations.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 import abc
 import io
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -148,6 +149,40 @@ class Aligner(abc.ABC):
         """Return timings for every word of ``request`` (in order) or None."""
 
 
+@dataclass(frozen=True)
+class Plausibility:
+    """Limits on an alignment's word durations (seconds) beyond which it is a mismatch."""
+
+    min_word: float = 0.02          # a word shorter than this is "crammed"
+    max_short_share: float = 0.3    # ... and at most this share of the words may be
+    max_words_per_s: float = 8.0    # words per second of the aligned span, at most
+    min_words: int = 5              # utterances with fewer words are not checked
+
+
+def check_plausible(request: AlignRequest, words: Sequence[AlignedWord], duration: float,
+                    limits: Plausibility = Plausibility()) -> None:
+    """Raise PunctInputError (naming the utterance and wav.scp line) when the words are
+    crammed into implausible durations: a sign that the transcript is not what the
+    audio says, or far longer."""
+    if len(words) < limits.min_words:
+        return
+    short = sum(1 for w in words if w.duration < limits.min_word - 1e-9)
+    why = None
+    if short > limits.max_short_share * len(words):
+        why = (f"{short} of {len(words)} words are shorter than "
+               f"{limits.min_word * 1000:.0f} ms")
+    else:
+        span = max(words[-1].end - words[0].start, 1e-3)
+        rate = len(words) / span
+        if rate > limits.max_words_per_s:
+            why = (f"{len(words)} words in {span:.2f} s ({rate:.1f} words/s, "
+                   f"at most {limits.max_words_per_s:g})")
+    if why:
+        raise PunctInputError(f"utterance {request.utt_id}: transcript does not fit the "
+                              f"audio ({duration:.2f} s): {why}", request.wav_scp,
+                              request.wav_line)
+
+
 _REGISTRY: dict[str, Callable[..., Aligner]] = {}
 
 
@@ -179,5 +214,13 @@ def get_aligner(name: str, **options: Any) -> Aligner:
 
 def _load_builtin() -> None:
     # Importing the modules registers the built-in aligners.
-    from punct.align import ctm, textgrid, vad_aligner  # noqa: F401
+    from punct.align import (  # noqa: F401
+        auto,
+        ctc_aligner,
+        ctm,
+        dtw_aligner,
+        pocketsphinx_aligner,
+        textgrid,
+        vad_aligner,
+    )
 

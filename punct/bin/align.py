@@ -16,8 +16,12 @@ of THIS aligner into ``<data-dir>/words.tsv`` (other columns untouched; utteranc
 audio that were not aligned get empty timings) and, with a reference, writes
 ``<out>/eval.json`` (boundary error and pause P/R/F1 per language and overall). Without
 ``--job`` and ``--merge`` it does both in one process. Aligners: vad (offline, any
-language), reference (``--reference-dir`` or ``--source``: <utt>.ctm files), ctm
-(``--source`` one CTM file), textgrid (``--source`` a directory of <reco>.TextGrid).
+language), dtw (offline, eSpeak NG languages), pocketsphinx (offline, English), ctc
+(``--ctc-model``: a wav2vec2/MMS CTC model by Hugging Face id or local dir), auto (per
+language from ``--align-table``, default conf/align.yaml), reference
+(``--reference-dir`` or ``--source``: <utt>.ctm files), ctm (``--source`` one CTM
+file), textgrid (``--source`` a directory of <reco>.TextGrid). Audio aligners fail with
+the utterance named when the transcript does not fit the audio.
 """
 
 from __future__ import annotations
@@ -30,7 +34,13 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from punct.align.base import AlignedWord, AlignRequest, available_aligners, get_aligner
+from punct.align.base import (
+    AlignedWord,
+    AlignRequest,
+    available_aligners,
+    check_plausible,
+    get_aligner,
+)
 from punct.align.ctm import (
     ReferenceAligner,
     atomic_write_text,
@@ -41,6 +51,9 @@ from punct.align.ctm import (
 from punct.align.evaluate import PAUSE_THRESHOLD, evaluate
 from punct.align.pauses import attach_timings, compute_pauses
 from punct.errors import MissingDataError, PunctInputError, report_error
+
+#: Aligners that read timings from files (no audio, no plausibility check).
+FILE_ALIGNERS = ("reference", "ctm", "textgrid")
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -56,6 +69,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--source", default=None,
                    help="CTM file (ctm), TextGrid dir (textgrid) or CTM dir (reference)")
     p.add_argument("--tier", default="words", help="TextGrid tier holding the words")
+    p.add_argument("--ctc-model", default=None,
+                   help="ctc aligner: wav2vec2/MMS CTC model (Hugging Face id or local dir)")
+    p.add_argument("--ctc-device", default="cpu", help="ctc aligner: torch device")
+    p.add_argument("--align-table", default=None,
+                   help="auto aligner: YAML table language -> aligner (default conf/align.yaml)")
     p.add_argument("--reference-dir", default=None,
                    help="reference <utt>.ctm files: alignment source for 'reference', "
                         "evaluation reference for --merge")
@@ -171,7 +189,7 @@ def run_job(args: argparse.Namespace, job: int) -> tuple[int, int]:
     source = args.source
     if args.aligner == "reference" and source is None:
         source = args.reference_dir
-    aligner = get_aligner(args.aligner, source=source, tier=args.tier)
+    aligner = get_aligner(args.aligner, **aligner_options(args, source))
     part_ctm, part_dur, done_path = (out / f".ctm.{job}.part", out / f".utt2dur.{job}.part",
                                      out / f".done.{job}")
     done = _resume(part_ctm, part_dur, done_path)
@@ -183,6 +201,8 @@ def run_job(args: argparse.Namespace, job: int) -> tuple[int, int]:
             if req.utt_id in done:
                 continue
             result = aligner.align(req)
+            if result is not None and args.aligner not in FILE_ALIGNERS:
+                check_plausible(req, result.words, result.duration)
             if result is not None:
                 fc.write("".join(ctm_lines(req.utt_id, result.words)))
                 fd.write(f"{req.utt_id} {result.duration:.4f}\n")
@@ -197,6 +217,16 @@ def run_job(args: argparse.Namespace, job: int) -> tuple[int, int]:
     os.replace(part_ctm, final_ctm)
     done_path.unlink()
     return n_aligned, len(done)
+
+
+def aligner_options(args: argparse.Namespace, source: str | None) -> dict:
+    """Keyword options for :func:`get_aligner` from the command line."""
+    options: dict = {"source": source, "tier": args.tier, "ctc_device": args.ctc_device}
+    if args.ctc_model:
+        options["ctc_model"] = args.ctc_model
+    if args.align_table:
+        options["align_table"] = args.align_table
+    return options
 
 
 def _resume(part_ctm: Path, part_dur: Path, done_path: Path) -> set[str]:
