@@ -9,7 +9,10 @@ import torch
 
 # Test modules whose tiny models run far faster on one thread (no OpenMP contention
 # on a busy 2-core machine).
-ONE_THREAD_MODULES = {"test_autopunct", "test_brnn", "test_decode", "test_trainer"}
+ONE_THREAD_MODULES = {
+    "test_autopunct", "test_brnn", "test_decode", "test_trainer", "test_nagy", "test_courtland",
+    "test_lookahead", "test_prosodic_pp",
+}
 
 
 @pytest.fixture(autouse=True, scope="module")

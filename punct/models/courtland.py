@@ -1,0 +1,170 @@
+"""Courtland, Faulkner and McElvain (2020): predict every token of a window at once.
+
+- Input: ``AutopunctFeaturizer`` windows (slot on each word's LAST piece), every window
+  padded to exactly ``train.window`` positions, because the window layer below has a
+  fixed input size; decoding must use the same window (``decode.window`` equal to
+  ``train.window``, or unset), any other window is an error.
+- Head (paper 3, "two additional linear layers"): a per-token linear layer
+  H -> ``hidden`` (1500, shared across positions; padding positions zeroed); the
+  window's T hidden vectors concatenated into one (T * hidden) vector; batch
+  normalisation and dropout (0.2) "prior to predicting"; the window layer, a linear
+  layer from the concatenation to the T * P activations (the paper's final classifier
+  of size |classes| * window), so all tokens of the window interact. Its bias starts at
+  the log-odds of each mark in the training set (prior initialisation, not in the paper)
+  so that training does not spend its first epochs learning that marks are rare. Word
+  slots carry the loss; other positions are masked.
+- Training (paper 3): LookAhead (sync rate 0.5, period 6) over RAdam lr 1e-5, no weight
+  decay (``train.optimizer.name: lookahead_radam``); the top layers are trained with the
+  encoder frozen (``model.freeze_encoder_epochs``), then the whole network.
+- Decoding: activations (logits) summed over the overlapping windows, then the sigmoid
+  (``decode.aggregate: sum``).
+
+Deviations: one sigmoid per mark instead of a softmax (see ``punct.models.subword``);
+the paper picks the best frozen-stage model by validation loss before unfreezing, here
+one run switches at a fixed epoch; a training batch of one window normalises with the
+running statistics (batch statistics of one sample are undefined).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from punct.errors import PunctInputError
+from punct.models.autopunct import AutopunctFeaturizer
+from punct.models.base import Family, Featurizer, Registry, Window, WordSeq
+from punct.models.subword import SubwordTagger, activation, with_label_position
+from punct.train.config import decode_window
+
+HEAD_KEYS = {"hidden", "hidden_activation", "dropout"}
+
+
+def _fixed_window(config: dict[str, Any]) -> int | None:
+    window = (config.get("train") or {}).get("window")
+    return None if window is None else int(window)
+
+
+class CourtlandFeaturizer(AutopunctFeaturizer):
+    """Autopunct windows, each padded to the fixed ``train.window`` length."""
+
+    def __init__(self, config: dict[str, Any], tokenizer: Any | None = None):
+        super().__init__(config, tokenizer)
+        self.fixed_window = _fixed_window(config)
+
+    def _require(self, window: int) -> int:
+        if self.fixed_window is None:
+            raise PunctInputError("courtland needs train.window (its fixed window length)")
+        if window != self.fixed_window:
+            raise PunctInputError(
+                f"courtland predicts fixed windows of train.window={self.fixed_window} "
+                f"sub-word pieces; a window of {window} was asked for (set decode.window "
+                f"to {self.fixed_window} or leave it unset)"
+            )
+        return window
+
+    def windows(self, seqs: list[WordSeq], window: int, stride: int) -> list[Window]:
+        """As ``AutopunctFeaturizer.windows``; ``window`` must be the fixed length."""
+        return super().windows(seqs, self._require(window), stride)
+
+    def collate(self, windows: list[Window]) -> dict[str, torch.Tensor]:
+        """Stack windows, right-padded to the fixed length."""
+        if self.fixed_window is None:
+            raise PunctInputError("courtland needs train.window (its fixed window length)")
+        batch = super().collate(windows)
+        length = self.fixed_window
+        extra = length - batch["input_ids"].shape[1]
+        if extra < 0:
+            raise PunctInputError(f"a window of {batch['input_ids'].shape[1]} positions "
+                                  f"exceeds train.window={length}")
+        if extra == 0:
+            return batch
+        pad = {"input_ids": self.tokenizer.pad_token_id, "word_ids": -1, "pauses": np.nan,
+               "punct": 0.0, "cap": 0, "prev_pos": -1, "utt_start": 0.0,
+               "attention_mask": 0}
+        out = {}
+        for key, value in batch.items():
+            filler = value.new_full((value.shape[0], extra, *value.shape[2:]), pad[key])
+            out[key] = torch.cat([value, filler], dim=1)
+        return out
+
+    @classmethod
+    def load(cls, directory: Path, config: dict[str, Any]) -> CourtlandFeaturizer:
+        """Rebuild a saved featurizer; the fixed window comes from ``config``."""
+        feat = super().load(directory, config)
+        assert isinstance(feat, CourtlandFeaturizer)
+        feat.fixed_window = _fixed_window(config)
+        return feat
+
+
+def prior_logits(featurizer: AutopunctFeaturizer) -> torch.Tensor:
+    """Log-odds of each mark per word in the training set (zeros before ``fit``)."""
+    if featurizer.n_words == 0:
+        return torch.zeros(featurizer.n_labels)
+    rate = np.clip(featurizer.label_counts / featurizer.n_words, 1e-4, 0.5)
+    return torch.tensor(np.log(rate) - np.log1p(-rate), dtype=torch.float32)
+
+
+class CourtlandModel(SubwordTagger):
+    """Encoder + per-token linear + concatenation + batch norm + dropout + window linear."""
+
+    def __init__(self, config: dict[str, Any], featurizer: CourtlandFeaturizer):
+        super().__init__(config, featurizer, HEAD_KEYS)
+        if featurizer.fixed_window is None:
+            raise PunctInputError("courtland needs train.window (its fixed window length)")
+        self.window = int(featurizer.fixed_window)
+        hidden = int(self.mcfg.get("hidden", 1500))
+        self.token_layer = nn.Linear(self.hidden_size, hidden)
+        self.token_activation = activation(self.mcfg.get("hidden_activation", "none"))
+        self.norm = nn.BatchNorm1d(self.window * hidden)
+        self.dropout = nn.Dropout(float(self.mcfg.get("dropout", 0.2)))
+        self.window_layer = nn.Linear(self.window * hidden, self.window * self.n_labels)
+        with torch.no_grad():
+            self.window_layer.bias.copy_(prior_logits(featurizer).repeat(self.window))
+
+    def _normalise(self, x: torch.Tensor) -> torch.Tensor:
+        if self.training and x.shape[0] == 1:  # no batch statistics from one window
+            return F.batch_norm(x, self.norm.running_mean, self.norm.running_var,
+                                self.norm.weight, self.norm.bias, False, 0.0, self.norm.eps)
+        return self.norm(x)
+
+    def forward(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        """Mark logits (B, T, P) for all T positions of each window."""
+        size, length = batch["input_ids"].shape
+        if length != self.window:
+            raise PunctInputError(f"courtland expects windows of {self.window} positions, "
+                                  f"got {length}")
+        states = self.token_activation(self.token_layer(self.encode(batch)))
+        states = states * batch["attention_mask"].unsqueeze(-1).to(states.dtype)
+        joined = self.dropout(self._normalise(states.reshape(size, -1)))
+        return self.window_layer(joined).view(size, self.window, self.n_labels)
+
+
+def make_featurizer(config: dict[str, Any]) -> CourtlandFeaturizer:
+    """Fixed-length windows, slot on each word's last piece (unless configured)."""
+    return CourtlandFeaturizer(with_label_position(config, "last"))
+
+
+def make_model(config: dict[str, Any], featurizer: Featurizer) -> CourtlandModel:
+    """The model; the decoding window must equal the training window."""
+    if not isinstance(featurizer, CourtlandFeaturizer):
+        raise TypeError(f"courtland needs a CourtlandFeaturizer, got {type(featurizer).__name__}")
+    if config.get("train") and config["train"].get("window"):
+        window, _ = decode_window(config)
+        if window != featurizer.fixed_window:
+            raise PunctInputError(
+                f"courtland: decode.window={window} differs from train.window="
+                f"{featurizer.fixed_window}; the window layer only takes the training length"
+            )
+    return CourtlandModel(config, featurizer)
+
+
+def load_featurizer(directory: Path, config: dict[str, Any]) -> CourtlandFeaturizer:
+    return CourtlandFeaturizer.load(directory, config)
+
+
+Registry.register(Family("courtland", make_featurizer, make_model, load_featurizer))

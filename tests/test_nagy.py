@@ -1,0 +1,182 @@
+"""Nagy family: last-piece slots, loss masking, head geometry, learning rates, training."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from punct.infer.decode import load_experiment, predict_words
+from punct.labels import get_label_set
+from punct.models.autopunct import AutopunctFeaturizer
+from punct.models.base import Registry, WordSeq
+from punct.models.encoders import build_tiny_bert
+from punct.models.nagy import NagyModel, make_featurizer, make_model
+from punct.train.config import load_config, resolve_config
+from punct.train.optim import build_optimizer
+from punct.train.trainer import train_experiment
+from punct.wordtable import WordRow, write_word_table
+
+ROOT = Path(__file__).resolve().parents[1]
+LABELS = get_label_set("iwslt4").labels
+P = len(LABELS)
+VOCAB = ("the", "a", "and", "of", "to", "is", "it", "we", "go", "yes")
+MARKS = {"yes": ("COMMA",), "stop": ("PERIOD",), "huh": ("QUESTION",)}
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread() -> Iterator[None]:
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def tiny_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_tiny_bert(tmp_path_factory.mktemp("tinybert"), words=VOCAB, hidden=32)
+
+
+def config(encoder: Path, **model: object) -> dict:
+    return {"family": "nagy", "label_set": "iwslt4", "featurizer": {"encoder": str(encoder)},
+            "model": {"hidden": 24, "dropout": 0.0, **model}}
+
+
+def seq(words: list[str], offset: int = 0) -> WordSeq:
+    n = len(words)
+    punct = np.zeros((n, P), dtype=np.float32)
+    for i, w in enumerate(words):
+        for mark in MARKS.get(w, ()):
+            punct[i, LABELS.index(mark)] = 1.0
+    return WordSeq("u", list(words), np.full(n, np.nan, np.float32), punct,
+                   np.zeros(n, np.int64), offset=offset)
+
+
+def write_set(path: Path, n: int, seed: int) -> None:
+    """yes -> COMMA, stop -> PERIOD, huh -> QUESTION, nothing elsewhere (stop and huh are
+    several pieces for the tiny tokenizer, so the slot must be their last piece)."""
+    rng = random.Random(seed)
+    utts = {}
+    for u in range(n):
+        uid = f"{path.name}{u:04d}"
+        words = [rng.choice([*VOCAB, "stop", "huh", "zebra"]) for _ in range(rng.randint(4, 9))]
+        utts[uid] = [WordRow(uid, i, w, w, MARKS.get(w, ()), "O", None, None, None)
+                     for i, w in enumerate(words)]
+    path.mkdir(parents=True, exist_ok=True)
+    write_word_table(path / "words.tsv", utts)
+
+
+def test_registered_and_slot_on_last_piece(tiny_dir: Path, tmp_path: Path) -> None:
+    assert Registry.get("nagy").make_model is make_model
+    feat = make_featurizer(config(tiny_dir))
+    assert feat.label_position == "last"
+    words = ["the", "zebra", "yes", "huh"]
+    pieces = feat.word_pieces(words)
+    assert [len(p) for p in pieces] == [1, 5, 1, 3]  # z ##e ##b ##r ##a, h ##u ##h
+    (win,) = feat.windows([seq(words, offset=7)], window=16, stride=16)
+    # [CLS] the z e b r a yes h u h [SEP]: slots at 1, 6, 7, 10
+    assert win["word_ids"].tolist() == [-1, 7, -1, -1, -1, -1, 8, 9, -1, -1, 10, -1]
+    assert win["punct"][7].tolist() == [1.0, 0.0, 0.0]  # yes -> COMMA
+    assert win["punct"][10].tolist() == [0.0, 0.0, 1.0]  # huh -> QUESTION on its last piece
+    assert win["punct"][8:10].sum() == 0 and win["punct"][2:6].sum() == 0
+    assert win["prev_pos"][10] == 7
+    feat.save(tmp_path / "feat")
+    back = Registry.get("nagy").load_featurizer(tmp_path / "feat", config(tiny_dir))
+    assert back.label_position == "last"
+    first = AutopunctFeaturizer(config(tiny_dir))  # autopunct's default is unchanged
+    (win0,) = first.windows([seq(words)], window=16, stride=16)
+    assert np.flatnonzero(win0["word_ids"] >= 0).tolist() == [1, 2, 7, 8]
+
+
+def test_head_geometry_and_shapes(tiny_dir: Path) -> None:
+    model = make_model(config(tiny_dir, hidden=1568, dropout=0.2), make_featurizer(
+        config(tiny_dir)))
+    kinds = [type(m) for m in model.head]
+    assert kinds == [nn.Dropout, nn.Linear, nn.ReLU, nn.Dropout, nn.Linear]
+    assert model.head[0].p == 0.2 and model.head[3].p == 0.2
+    assert (model.head[1].in_features, model.head[1].out_features) == (32, 1568)
+    assert (model.head[4].in_features, model.head[4].out_features) == (1568, P)
+    feat = make_featurizer(config(tiny_dir))
+    batch = feat.collate(feat.windows([seq("the zebra yes".split()), seq(["huh"])], 16, 16))
+    assert batch["input_ids"].shape == (2, 9)
+    model.eval()
+    pred = model.predict(batch)
+    assert pred.punct.shape == (2, 9, P) and pred.cap is None
+    assert torch.allclose(pred.punct, torch.sigmoid(pred.extra["punct_logits"]))
+    assert model.loss(batch).ndim == 0
+
+
+def test_loss_only_on_last_piece_slots(tiny_dir: Path) -> None:
+    feat = make_featurizer(config(tiny_dir))
+    model = make_model(config(tiny_dir), feat).eval()
+    batch = feat.collate(feat.windows([seq("the zebra yes huh".split())], 16, 16))
+    slots = batch["word_ids"] >= 0
+    with torch.no_grad():
+        loss = model.loss(batch)
+        logits = model(batch)
+    manual = nn.functional.binary_cross_entropy_with_logits(logits[slots], batch["punct"][slots])
+    assert loss.item() == pytest.approx(manual.item(), rel=1e-6)
+    noisy = dict(batch, punct=batch["punct"].clone())
+    noisy["punct"][~slots] = 1.0  # targets off the slots must not matter
+    with torch.no_grad():
+        assert model.loss(noisy).item() == pytest.approx(loss.item(), rel=1e-6)
+    moved = dict(batch, punct=batch["punct"].clone())
+    moved["punct"][0, 8, 2] = 1.0  # first piece of huh is not a slot
+    moved["punct"][0, 10, 2] = 0.0  # its last piece is
+    with torch.no_grad():
+        assert model.loss(moved).item() != pytest.approx(loss.item(), rel=1e-3)
+
+
+def test_learning_rates_per_group(tiny_dir: Path) -> None:
+    feat = make_featurizer(config(tiny_dir))
+    model = make_model(config(tiny_dir, encoder_lr=3e-5), feat)
+    opt = build_optimizer(model, {"name": "adamw", "lr": 1e-4, "weight_decay": 0.01})
+    enc, head = opt.param_groups
+    assert enc["lr"] == 3e-5 and head["lr"] == 1e-4
+    assert {id(p) for p in enc["params"]} == {id(p) for p in model.encoder.parameters()}
+    assert {id(p) for p in head["params"]} == {id(p) for p in model.head.parameters()}
+
+
+def test_shipped_configs(tiny_dir: Path) -> None:
+    cpu = load_config(ROOT / "conf/model/nagy.yaml")
+    assert cpu["family"] == "nagy" and cpu["featurizer"]["label_position"] == "last"
+    assert cpu["model"]["hidden"] == 1568 and cpu["model"]["dropout"] == 0.2
+    assert cpu["model"]["encoder_lr"] == 3e-5 and cpu["train"]["optimizer"]["lr"] == 1e-4
+    assert cpu["train"]["grad_clip"] == 1.5 and cpu["decode"]["aggregate"] == "mean"
+    paper = load_config(ROOT / "conf/model/paper/nagy_bert_base.yaml")
+    assert paper["featurizer"]["encoder"] == "bert-base-uncased"
+    assert paper["label_set"] == "iwslt4" and paper["train"]["batch_size"] == 4
+    assert paper["train"]["window"] == 512 and paper["decode"]["stride"] == 8
+    tiny = load_config(ROOT / "conf/model/tiny/nagy.yaml")
+    for cfg in (cpu, paper, tiny):  # every model key is accepted (tiny encoder swapped in)
+        cfg = dict(cfg, label_set="iwslt4", featurizer=dict(
+            cfg["featurizer"], encoder=str(tiny_dir), prefix_space=False))
+        feat = make_featurizer(cfg)
+        feat.fit([seq("the yes huh".split())])
+        assert isinstance(make_model(cfg, feat), NagyModel)
+
+
+def test_training_learns_pattern_and_decodes(tiny_dir: Path, tmp_path: Path) -> None:
+    write_set(tmp_path / "train", 160, 1)
+    write_set(tmp_path / "dev", 30, 2)
+    cfg = resolve_config({
+        **config(tiny_dir, hidden=32, dropout=0.1, encoder_lr=1e-3),
+        "train": {"epochs": 6, "batch_size": 16, "window": 24, "stride": 12, "patience": 6,
+                  "optimizer": {"name": "adamw", "lr": 3e-3}, "warmup_epochs": 1,
+                  "grad_clip": 1.5, "seed": 3},
+        "decode": {"window": 24, "stride": 8, "aggregate": "mean"},
+    })
+    summary = train_experiment(cfg, tmp_path / "train", tmp_path / "dev", tmp_path / "exp",
+                               threads=1, quiet=True)
+    assert summary["dev_micro_f1"] > 0.9  # all-O gives 0
+    exp = load_experiment(tmp_path / "exp")
+    assert isinstance(exp.model, NagyModel) and exp.featurizer.label_position == "last"
+    seqs = [seq("we go huh the yes it stop zebra".split())]
+    pred = predict_words(exp.model, exp.featurizer, seqs, 24, 8, aggregate="mean")
+    decided = pred.punct >= 0.5
+    assert decided.tolist() == (seqs[0].punct > 0.5).tolist()
