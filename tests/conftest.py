@@ -11,7 +11,7 @@ import torch
 # on a busy 2-core machine).
 ONE_THREAD_MODULES = {
     "test_autopunct", "test_brnn", "test_decode", "test_trainer", "test_nagy", "test_courtland",
-    "test_lookahead", "test_prosodic_pp",
+    "test_lookahead", "test_prosodic_pp", "test_restore", "test_benchmark", "test_sweep",
 }
 
 

@@ -267,3 +267,61 @@ def test_decode_cli_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
                           "--out-dir", str(tmp_path / "o")])
     assert rc == 2
     assert "config.yaml" in capsys.readouterr().err
+
+
+def test_stride_for_maps_predictions_per_token_to_stride() -> None:
+    from punct.infer.windows import stride_for
+
+    assert [stride_for(96, n) for n in (1, 2, 3, 6, 9)] == [96, 48, 32, 16, 10]
+    assert stride_for(5, 5) == 1
+    for n in (1, 2, 3, 4, 6):
+        counts = coverage(200, 12, stride_for(12, n))
+        assert set(counts[12:-12]) == {n}  # every interior word predicted exactly n times
+    for bad in (0, 97):
+        with pytest.raises(ValueError, match="predictions per token"):
+            stride_for(96, bad)
+
+
+def test_bf16_auto_detection(tmp_path: Path) -> None:
+    from punct.infer.precision import bf16_supported, cpu_flags, resolve_bf16
+
+    with_bf16 = tmp_path / "cpuinfo_bf16"
+    with_bf16.write_text("processor\t: 0\nflags\t\t: fpu sse2 avx512f avx512_bf16\n\n"
+                         "processor\t: 1\nflags\t\t: fpu sse2 avx512f avx512_bf16\n")
+    without = tmp_path / "cpuinfo_plain"
+    without.write_text("processor\t: 0\nflags\t\t: fpu sse2 avx2\n")
+    assert "avx512_bf16" in cpu_flags(with_bf16) and cpu_flags(tmp_path / "none") == set()
+    assert bf16_supported("cpu", with_bf16) and not bf16_supported("cpu", without)
+    assert resolve_bf16("auto", "cpu", with_bf16) is True
+    assert resolve_bf16("auto", "cpu", without) is False
+    assert resolve_bf16("on", "cpu", without) is True and resolve_bf16(False, "cpu") is False
+    assert resolve_bf16(None, "cpu") is False and resolve_bf16("off", "cpu", with_bf16) is False
+    with pytest.raises(ValueError, match="bf16 must be one of"):
+        resolve_bf16("maybe", "cpu")
+
+
+def test_decode_settings_per_token_and_overrides() -> None:
+    from punct.infer.decode import decode_settings
+
+    config = resolve_config({"family": "brnn", "train": {"window": 96, "stride": 48},
+                             "decode": {"stride": 32, "batch_size": 8, "bf16": "off"}})
+    st = decode_settings(config)
+    assert (st.window, st.stride, st.batch_size, st.bf16, st.aggregate) == (96, 32, 8, False,
+                                                                             "mean")
+    assert decode_settings(config, per_token=1).stride == 96
+    assert decode_settings(config, per_token=6, window=48).stride == 8
+    assert decode_settings(config, per_token=3).per_token == 3.0
+    with pytest.raises(ValueError, match="not both"):
+        decode_settings(config, per_token=2, stride=10)
+    with pytest.raises(ValueError, match="stride <= window"):
+        decode_settings(config, stride=100)
+
+
+def test_decode_cli_per_token(tiny_exp: tuple[Path, Path], tmp_path: Path) -> None:
+    exp, data = tiny_exp
+    out = tmp_path / "dec"
+    rc = decode_cli.main(["--exp-dir", str(exp), "--data-dir", str(data), "--out-dir", str(out),
+                          "--quiet", "--window", "6", "--per-token", "3", "--bf16", "off"])
+    assert rc == 0
+    info = json.loads((out / "decode.json").read_text())
+    assert info["window"] == 6 and info["stride"] == 2 and info["bf16"] is False

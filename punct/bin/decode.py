@@ -31,11 +31,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--device", default="auto", help="cpu, cuda or auto")
     parser.add_argument("--window", type=int, default=None, help="default: decode.window")
     parser.add_argument("--stride", type=int, default=None, help="default: decode.stride")
+    parser.add_argument("--per-token", type=int, default=None, metavar="N",
+                        help="N predictions per token: stride = window // N (instead of --stride)")
     parser.add_argument("--batch-size", type=int, default=None, help="default: decode.batch_size")
     parser.add_argument("--aggregate", choices=("mean", "sum"), default=None,
                         help="default: decode.aggregate")
-    parser.add_argument("--bf16", action=argparse.BooleanOptionalAction, default=None,
-                        help="bf16 autocast (default: decode.bf16)")
+    parser.add_argument("--bf16", choices=("auto", "on", "off"), default=None,
+                        help="bf16 autocast; auto = where the CPU/GPU supports it "
+                             "(default: decode.bf16)")
     parser.add_argument("--threshold", type=float, default=None,
                         help="decision threshold per mark (default: decode.threshold)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -48,28 +51,23 @@ def run(args: argparse.Namespace) -> dict:
     from punct.infer.decode import (
         decide,
         decode_info,
+        decode_settings,
         hypothesis_rows,
         load_experiment,
         pick_device,
         predict_words,
     )
     from punct.labels import get_label_set
-    from punct.train.config import decode_window
     from punct.wordtable import render_rows, write_word_table
 
     device = pick_device(args.device)
     exp = load_experiment(args.exp_dir, args.checkpoint, device)
     cfg = exp.config
-    dec = cfg["decode"]
-    window, stride = decode_window(cfg)
-    window = args.window or window
-    stride = args.stride or min(stride, window)
-    if not 1 <= stride <= window:
-        raise ValueError(f"need 1 <= stride <= window, got window {window} stride {stride}")
-    batch_size = args.batch_size or int(dec.get("batch_size") or 32)
-    aggregate = args.aggregate or dec.get("aggregate", "mean")
-    bf16 = bool(dec.get("bf16", False)) if args.bf16 is None else args.bf16
-    threshold = float(dec.get("threshold", 0.5)) if args.threshold is None else args.threshold
+    st = decode_settings(cfg, device, window=args.window, stride=args.stride,
+                         per_token=args.per_token, batch_size=args.batch_size,
+                         aggregate=args.aggregate, bf16=args.bf16, threshold=args.threshold)
+    window, stride, batch_size = st.window, st.stride, st.batch_size
+    aggregate, bf16, threshold = st.aggregate, st.bf16, st.threshold
     label_set = get_label_set(cfg["label_set"])
     utts, seqs = load_data_dir(args.data_dir, label_set,
                                cfg["featurizer"].get("streams") or ())

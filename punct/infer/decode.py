@@ -25,6 +25,7 @@ import torch
 from tqdm import tqdm
 
 from punct.infer.aggregate import Aggregator
+from punct.infer.precision import resolve_bf16
 from punct.infer.windows import batched
 from punct.labels import CAP_LABELS, OPENING_LABELS, apply_cap
 from punct.models.base import Featurizer, PunctModel, WordSeq
@@ -42,6 +43,7 @@ class WordPredictions:
     counts: np.ndarray  # (N,) predictions per word
     seconds: float
     n_windows: int
+    bf16: bool = False  # whether bf16 autocast was in effect
 
 
 def pick_device(name: str | None = None) -> torch.device:
@@ -56,11 +58,15 @@ def _to_numpy(x: torch.Tensor | None) -> np.ndarray | None:
 
 
 def predict_words(model: PunctModel, featurizer: Featurizer, seqs: Sequence[WordSeq],
-                  window: int, stride: int, batch_size: int = 32, bf16: bool = False,
+                  window: int, stride: int, batch_size: int = 32, bf16: bool | str = False,
                   aggregate: str = "mean", device: torch.device | str = "cpu",
                   progress: bool = False) -> WordPredictions:
-    """Run the model over all windows of ``seqs`` and aggregate per word."""
+    """Run the model over all windows of ``seqs`` and aggregate per word.
+
+    ``bf16``: True/False or ``auto``/``on``/``off`` (see ``punct.infer.precision``).
+    """
     device = torch.device(device)
+    use_bf16 = resolve_bf16(bf16, device)
     n_words = max((s.offset + len(s) for s in seqs), default=0)
     n_labels = seqs[0].punct.shape[1] if seqs else 0
     start = time.perf_counter()
@@ -77,7 +83,8 @@ def predict_words(model: PunctModel, featurizer: Featurizer, seqs: Sequence[Word
         with torch.inference_mode():
             for chunk in batched(windows, batch_size):
                 batch = {k: v.to(device) for k, v in featurizer.collate(chunk).items()}
-                with torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=bf16):
+                with torch.autocast(device_type=device.type, dtype=torch.bfloat16,
+                                    enabled=use_bf16):
                     pred = model.predict(batch)
                 if agg is None:
                     agg = Aggregator(n_words, n_labels, pred.cap is not None, aggregate)
@@ -91,7 +98,8 @@ def predict_words(model: PunctModel, featurizer: Featurizer, seqs: Sequence[Word
     if agg is None:
         agg = Aggregator(n_words, n_labels, False, aggregate)
     punct, cap, counts = agg.result()
-    return WordPredictions(punct, cap, counts, time.perf_counter() - start, len(windows))
+    return WordPredictions(punct, cap, counts, time.perf_counter() - start, len(windows),
+                           use_bf16)
 
 
 def decide(pred: WordPredictions, seqs: Sequence[WordSeq], labels: Sequence[str],
@@ -101,6 +109,16 @@ def decide(pred: WordPredictions, seqs: Sequence[WordSeq], labels: Sequence[str]
     if pred.cap is not None:
         return marks, pred.cap.argmax(axis=1).astype(np.int64)
     return marks, rule_caps(marks, seqs, labels)
+
+
+def keep_best_mark(marks: np.ndarray, punct: np.ndarray) -> np.ndarray:
+    """Decisions restricted to one mark per word: the most probable of the chosen ones
+    (the decision rule of a single-label token classifier)."""
+    best = np.where(marks, punct, -np.inf).argmax(axis=1)
+    out = np.zeros_like(marks, dtype=bool)
+    chosen = marks.any(axis=1)
+    out[np.flatnonzero(chosen), best[chosen]] = True
+    return out
 
 
 def rule_caps(marks: np.ndarray, seqs: Sequence[WordSeq], labels: Sequence[str]) -> np.ndarray:
@@ -196,3 +214,54 @@ def load_experiment(exp_dir: str | Path, checkpoint: str = "best",
     model.to(torch.device(device))
     model.eval()
     return Experiment(config, featurizer, model, exp_dir)
+
+
+@dataclass
+class DecodeSettings:
+    """Everything that controls a decoding run besides the model and the input."""
+
+    window: int
+    stride: int
+    batch_size: int
+    aggregate: str
+    bf16: bool
+    threshold: float
+
+    @property
+    def per_token(self) -> float:
+        """Nominal predictions per token (``window / stride``)."""
+        return self.window / self.stride
+
+
+def decode_settings(config: dict[str, Any], device: torch.device | str = "cpu", *,
+                    window: int | None = None, stride: int | None = None,
+                    per_token: int | None = None, batch_size: int | None = None,
+                    aggregate: str | None = None, bf16: bool | str | None = None,
+                    threshold: float | None = None) -> DecodeSettings:
+    """The config's ``decode`` section with explicit overrides (None = keep the config's).
+
+    ``per_token`` N sets ``stride = window // N`` (``punct.infer.windows.stride_for``) and
+    cannot be combined with ``stride``; bf16 ``auto`` is resolved for ``device``.
+    """
+    from punct.infer.windows import stride_for
+    from punct.train.config import decode_window
+
+    dec = config.get("decode") or {}
+    cfg_window, cfg_stride = decode_window(config)
+    window = window or cfg_window
+    if per_token is not None and stride is not None:
+        raise ValueError("give either a stride or predictions per token, not both")
+    if per_token is not None:
+        stride = stride_for(window, per_token)
+    stride = stride or min(cfg_stride, window)
+    if not 1 <= stride <= window:
+        raise ValueError(f"need 1 <= stride <= window, got window {window} stride {stride}")
+    size = batch_size or int(dec.get("batch_size") or 32)
+    if size < 1:
+        raise ValueError(f"batch size must be >= 1, got {size}")
+    mode = aggregate or str(dec.get("aggregate", "mean"))
+    if mode not in ("mean", "sum"):
+        raise ValueError(f"unknown aggregation {mode!r} (known: mean, sum)")
+    use_bf16 = resolve_bf16(dec.get("bf16", False) if bf16 is None else bf16, device)
+    thr = float(dec.get("threshold", 0.5)) if threshold is None else float(threshold)
+    return DecodeSettings(int(window), int(stride), size, mode, use_bf16, thr)

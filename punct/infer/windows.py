@@ -46,3 +46,19 @@ def batched(items: Sequence[T], batch_size: int) -> Iterator[list[T]]:
         raise ValueError(f"batch size must be >= 1, got {batch_size}")
     for i in range(0, len(items), batch_size):
         yield list(items[i:i + batch_size])
+
+
+def stride_for(window: int, per_token: int) -> int:
+    """The stride giving ``per_token`` predictions per token: ``window // per_token``.
+
+    ``window`` is in the family's own units (words for BRNN, sub-word pieces with the
+    special tokens for the transformer families); away from the edges of a sequence every
+    unit is then covered by ``per_token`` windows (exactly when ``per_token`` divides
+    ``window``, else by ``per_token`` or ``per_token + 1``).
+    """
+    if window < 1:
+        raise ValueError(f"window must be >= 1, got {window}")
+    if per_token < 1 or per_token > window:
+        raise ValueError(f"predictions per token must be in 1..{window} (the window), "
+                         f"got {per_token}")
+    return window // per_token

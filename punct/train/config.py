@@ -39,7 +39,7 @@ DEFAULTS: dict[str, Any] = {
         "window": None,
         "stride": None,
         "batch_size": 32,
-        "bf16": False,
+        "bf16": "auto",
         "aggregate": "mean",
         "threshold": 0.5,
     },
@@ -47,6 +47,7 @@ DEFAULTS: dict[str, Any] = {
 }
 """Defaults of every configuration key; ``decode.window``/``stride`` None = train's."""
 
+BF16_SETTINGS = (True, False, "auto", "on", "off")
 EARLY_STOPPING = ("micro_f1", "loss")
 AGGREGATES = ("mean", "sum")
 
@@ -121,6 +122,9 @@ def validate_config(config: dict[str, Any], path: str | Path | None = None) -> N
     if dec.get("aggregate", "mean") not in AGGREGATES:
         raise PunctInputError(f"decode.aggregate {dec.get('aggregate')!r} not in {AGGREGATES}",
                               path)
+    if dec.get("bf16", "auto") not in BF16_SETTINGS:
+        raise PunctInputError(f"decode.bf16 {dec.get('bf16')!r} must be one of "
+                              "true, false, auto, on, off", path)
     window, stride = decode_window(config)
     if stride > window:
         raise PunctInputError("decode.stride must not exceed decode.window", path)

@@ -1,0 +1,61 @@
+"""Output writers of ``restore``: restored segments -> text, Kaldi text, JSONL or word table.
+
+- ``text``: one line per document, the punctuated, cased text (written segment by
+  segment, so a very long document streams out);
+- ``kaldi``: ``<id> <text>`` per document (like ``data/<set>/text``);
+- ``jsonl``: ``{"id", "text", "words": [{"word", "form", "punct", "cap", "start", "end",
+  "pause_after"}]}`` per document (a document is held until its last segment);
+- ``table``: the word table (``punct.wordtable`` columns, header first), streamed.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any, TextIO
+
+from punct.infer.stream import Segment
+from punct.wordtable import COLUMNS, WordRow, _format_row, render_rows
+
+FORMATS = ("text", "kaldi", "jsonl", "table")
+
+
+def _row_json(row: WordRow) -> dict[str, Any]:
+    return {"word": row.word, "form": row.form, "punct": list(row.punct), "cap": row.cap,
+            "start": row.start, "end": row.end, "pause_after": row.pause_after}
+
+
+def write_segments(segments: Iterable[Segment], out: TextIO, fmt: str = "text",
+                   flush: bool = False) -> int:
+    """Write ``segments`` in ``fmt``; return the number of documents written."""
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown output format {fmt!r} (known: {', '.join(FORMATS)})")
+    docs = 0
+    held: list[WordRow] = []
+    if fmt == "table":
+        out.write("\t".join(COLUMNS) + "\n")
+    for seg in segments:
+        if fmt in ("text", "kaldi"):
+            text = render_rows(seg.rows)
+            if seg.first and fmt == "kaldi":
+                out.write(seg.doc_id + (" " if text else ""))
+            elif not seg.first and text:
+                out.write(" ")
+            out.write(text)
+            if seg.last:
+                out.write("\n")
+        elif fmt == "table":
+            for r in seg.rows:
+                out.write(_format_row(r) + "\n")
+        else:
+            held.extend(seg.rows)
+            if seg.last:
+                record = {"id": seg.doc_id, "text": render_rows(held),
+                          "words": [_row_json(r) for r in held]}
+                out.write(json.dumps(record, ensure_ascii=False) + "\n")
+                held = []
+        if seg.last:
+            docs += 1
+            if flush:
+                out.flush()
+    return docs

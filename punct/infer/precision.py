@@ -1,0 +1,54 @@
+"""bf16 inference: ``on``, ``off`` or ``auto`` (on where the hardware computes bf16 natively).
+
+``auto`` is on for CUDA devices that support bf16 (Ampere and later) and for CPUs with
+AVX512-BF16 or AMX (flags ``avx512_bf16`` / ``amx_bf16`` in /proc/cpuinfo); elsewhere
+bf16 autocast is emulated and slower than fp32, so ``auto`` falls back to fp32.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+BF16_CPU_FLAGS = frozenset({"avx512_bf16", "amx_bf16"})
+CHOICES = ("auto", "on", "off")
+
+
+def cpu_flags(cpuinfo: str | Path = "/proc/cpuinfo") -> set[str]:
+    """The CPU feature flags listed in ``cpuinfo`` (empty when it cannot be read)."""
+    try:
+        text = Path(cpuinfo).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return set()
+    flags: set[str] = set()
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() in ("flags", "Features"):
+            flags.update(value.split())
+    return flags
+
+
+def bf16_supported(device: torch.device | str, cpuinfo: str | Path = "/proc/cpuinfo") -> bool:
+    """Whether ``device`` computes bf16 natively."""
+    device = torch.device(device)
+    if device.type == "cuda":
+        return bool(torch.cuda.is_available() and torch.cuda.is_bf16_supported())
+    if device.type == "cpu":
+        return bool(cpu_flags(cpuinfo) & BF16_CPU_FLAGS)
+    return False
+
+
+def resolve_bf16(setting: bool | str | None, device: torch.device | str,
+                 cpuinfo: str | Path = "/proc/cpuinfo") -> bool:
+    """Turn a config/CLI value (True/False/None, ``on``/``off``/``auto``/...) into a bool."""
+    if setting is None or isinstance(setting, bool):
+        return bool(setting)
+    text = str(setting).strip().lower()
+    if text in ("on", "true", "yes", "1"):
+        return True
+    if text in ("off", "false", "no", "0"):
+        return False
+    if text == "auto":
+        return bf16_supported(device, cpuinfo)
+    raise ValueError(f"bf16 must be one of {', '.join(CHOICES)} (or true/false), got {setting!r}")

@@ -1,0 +1,176 @@
+"""Streaming restoration: unbounded input in, restored segments out, bounded memory.
+
+Input is a stream of ``Document`` objects whose words are themselves an iterator, so
+neither the number of documents nor the length of one document is bounded. The
+``Restorer`` collects *units* (a whole short document, or one block of a long one) until
+``batch_words`` words wait, decodes them together with the shared engine
+(``predict_words``: sliding windows, aggregation, batching across windows and
+documents) and yields ``Segment`` objects in input order.
+
+A document longer than ``block_words + context_words`` is cut into blocks of
+``block_words`` words; each block is decoded with up to ``context_words`` words of the
+document on either side (read ahead, or kept from the previous block), and only the
+block's own words are kept. Memory is therefore bounded by about ``batch_words +
+block_words + 2 * context_words`` words, and a word leaves the engine at most
+``block_words + context_words`` words (plus one batch) after it was read.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from punct.infer.decode import DecodeSettings, decide, ordered_marks, predict_words
+from punct.labels import CAP_LABELS, LabelSet, apply_cap
+from punct.models.base import Featurizer, PunctModel, WordSeq
+from punct.wordtable import WordRow
+
+
+@dataclass(frozen=True)
+class InputWord:
+    """One input word: lower-cased, marks stripped; times in seconds when known."""
+
+    word: str
+    start: float | None = None
+    end: float | None = None
+    pause_after: float | None = None
+
+
+@dataclass
+class Document:
+    """A document (a line of text, a CTM recording, a TextGrid, a JSONL record)."""
+
+    doc_id: str
+    words: Iterable[InputWord]
+    lang: str | None = None
+
+
+@dataclass
+class Segment:
+    """Restored words of one document, in order; a long document comes in several."""
+
+    doc_id: str
+    rows: list[WordRow]
+    first: bool = True
+    last: bool = True
+
+
+@dataclass
+class _Unit:
+    doc_id: str
+    words: list[InputWord]
+    doc_start: int  # document index of words[0]
+    keep: tuple[int, int]  # kept range inside ``words``
+    first: bool
+    last: bool
+    lang: str | None = None
+    seq: WordSeq | None = field(default=None, repr=False)
+
+
+class Restorer:
+    """Punctuates and cases documents with a trained model (see the module docstring)."""
+
+    def __init__(self, model: PunctModel, featurizer: Featurizer, label_set: LabelSet,
+                 settings: DecodeSettings, device: torch.device | str = "cpu",
+                 batch_words: int = 2048, block_words: int = 512,
+                 context_words: int | None = None):
+        if batch_words < 1 or block_words < 1:
+            raise ValueError("batch_words and block_words must be >= 1")
+        self.model = model
+        self.featurizer = featurizer
+        self.label_set = label_set
+        self.settings = settings
+        self.device = torch.device(device)
+        self.batch_words = batch_words
+        self.block_words = block_words
+        # one window of context on each side: a window holds at most ``window`` words
+        self.context_words = settings.window if context_words is None else context_words
+        if self.context_words < 0:
+            raise ValueError("context_words must be >= 0")
+        self.seconds = 0.0
+        self.words_done = 0
+
+    # -- public
+    def restore(self, docs: Iterable[Document]) -> Iterator[Segment]:
+        """Restore every document; segments come out in input order."""
+        queue: list[_Unit] = []
+        queued = 0
+        for doc in docs:
+            for unit in self._units(doc):
+                queue.append(unit)
+                queued += len(unit.words)
+                if queued >= self.batch_words:
+                    yield from self._flush(queue)
+                    queue, queued = [], 0
+        if queue:
+            yield from self._flush(queue)
+
+    # -- cutting documents into units
+    def _units(self, doc: Document) -> Iterator[_Unit]:
+        block, context = self.block_words, self.context_words
+        buf: list[InputWord] = []
+        buf_start = 0  # document index of buf[0]
+        next_keep = 0  # first document index not yet handed out
+        first = True
+        for word in doc.words:
+            buf.append(word)
+            if buf_start + len(buf) - next_keep >= block + context:
+                lo = next_keep - buf_start
+                yield _Unit(doc.doc_id, list(buf), buf_start, (lo, lo + block), first, False,
+                            doc.lang)
+                first = False
+                next_keep += block
+                drop = next_keep - context - buf_start
+                if drop > 0:
+                    del buf[:drop]
+                    buf_start += drop
+        lo = next_keep - buf_start
+        yield _Unit(doc.doc_id, buf, buf_start, (lo, len(buf)), first, True, doc.lang)
+
+    # -- decoding a batch of units
+    def _flush(self, units: Sequence[_Unit]) -> Iterator[Segment]:
+        n_labels = len(self.label_set.labels)
+        seqs: list[WordSeq] = []
+        offset = 0
+        for unit in units:
+            if not unit.words:
+                continue
+            n = len(unit.words)
+            pauses = np.array([_nan(w.pause_after) for w in unit.words], dtype=np.float32)
+            times = np.array([[_nan(w.start), _nan(w.end)] for w in unit.words],
+                             dtype=np.float64).reshape(n, 2)
+            unit.seq = WordSeq(unit.doc_id, [w.word for w in unit.words], pauses,
+                               np.zeros((n, n_labels), dtype=np.float32),
+                               np.zeros(n, dtype=np.int64), offset, unit.lang, times=times)
+            seqs.append(unit.seq)
+            offset += n
+        marks = caps = None
+        if seqs:
+            st = self.settings
+            pred = predict_words(self.model, self.featurizer, seqs, st.window, st.stride,
+                                 st.batch_size, st.bf16, st.aggregate, self.device)
+            self.seconds += pred.seconds
+            marks, caps = decide(pred, seqs, self.label_set.labels, st.threshold)
+        for unit in units:
+            rows: list[WordRow] = []
+            if unit.seq is not None and marks is not None and caps is not None:
+                lo, hi = unit.keep
+                for i in range(lo, hi):
+                    g = unit.seq.offset + i
+                    w = unit.words[i]
+                    cap = CAP_LABELS[int(caps[g])]
+                    rows.append(WordRow(unit.doc_id, unit.doc_start + i, w.word,
+                                        apply_cap(w.word, cap),
+                                        ordered_marks(marks[g], self.label_set.labels), cap,
+                                        w.start, w.end, w.pause_after))
+                unit.seq = None
+            self.words_done += len(rows)
+            yield Segment(unit.doc_id, rows, unit.first, unit.last)
+
+
+def _nan(value: float | None) -> float:
+    return math.nan if value is None else float(value)
