@@ -47,7 +47,8 @@ test_sets="test"            # test sets to decode and score
 aligner=dtw                 # stage 2: dtw | vad | pocketsphinx | ctc | auto | reference | ctm | textgrid
 ctc_model=""                # --aligner ctc: wav2vec2/MMS CTC model (Hugging Face id or local dir)
 score_alignment=true        # boundary error vs downloads/<corpus>/ref timings, where they exist
-feature_streams="prosody"   # stage 3: acoustic features of sets with audio (prosody, fbank)
+feature_streams="prosody fbank" # stage 3: acoustic features of sets with audio
+mixed_share=0.5             # share of test utterances without audio in <set>_mixed (UniPunc)
 baseline_systems="brnn_text brnn_pause"           # stage 4 configs (conf/model/<name>.yaml)
 transformer_systems="autopunct_text autopunct_dg" # stage 5 configs
 report_layouts="autopunct"  # stage 6 table layouts: autopunct courtland nagy moro unipunc
@@ -89,6 +90,7 @@ conf_for() {
   return 1
 }
 all_sets() { echo "$train_set $dev_set $test_sets"; }
+mixed_sets() { local s; for s in $test_sets; do [ ! -d "data/${s}_mixed" ] || echo "${s}_mixed"; done; }
 train_systems() {
   local sys
   for sys in "$@"; do
@@ -149,6 +151,12 @@ if stage_begin 3 "dump: acoustic features ($feature_streams) and label statistic
       python -m punct.bin.make_"$stream" --data-dir "data/$set" --merge --num-jobs "$nj"
     done
   done
+  # UniPunc's mixed test sets: the same utterances, a fixed share without audio.
+  for set in $test_sets; do
+    [ -f "data/$set/fbank.scp" ] || continue
+    python -m punct.bin.subset_audio --src "data/$set" --dst "data/${set}_mixed" \
+      --share "$mixed_share" --seed 1
+  done
   dump_args=()
   for set in $(all_sets); do dump_args+=(--data-dir "data/$set"); done
   python -m punct.bin.dump "${dump_args[@]}" --train-dir "data/$train_set" --out-dir dump
@@ -169,7 +177,10 @@ fi
 
 if stage_begin 6 "decode, score and report"; then
   for sys in $baseline_systems $transformer_systems; do
-    for set in $test_sets; do
+    sets="$test_sets $(mixed_sets)"
+    # The prosodic-phrase system needs prosody for every utterance: no mixed sets.
+    case $sys in prosodic_pp*) sets=$test_sets ;; esac
+    for set in $sets; do
       out=exp/$sys/decode_$set
       # shellcheck disable=SC2154
       $decode_cmd --num-threads "$num_threads" "$out/decode.log" \

@@ -1,0 +1,178 @@
+"""Acoustic feature streams of a data dir (Kaldi ark/scp via kaldiio) for UniPunc.
+
+Log-mel filterbanks (80 bands, 10 ms; :mod:`punct.features.fbank`)::
+
+    python -m punct.bin.make_fbank --data-dir data/test
+
+writes ``data/test/fbank.ark`` and ``data/test/fbank.scp``. Parallel jobs (through the
+launcher) write ``fbank.J.ark``/``fbank.J.scp`` for the utterances with index % N == J-1
+(sorted ids of ``segments``, else ``wav.scp``), and a merge step lists them all in
+``fbank.scp``::
+
+    python -m punct.bin.make_fbank --data-dir data/test --job J --num-jobs N
+    python -m punct.bin.make_fbank --data-dir data/test --merge --num-jobs N
+
+A job whose scp exists is done and skipped (the scp is renamed into place last), so an
+interrupted run resumes. With ``--wav2vec2 MODEL`` (Hugging Face id or local
+directory) the stream is the last hidden layer of that frozen wav2vec 2.0 model on the
+audio resampled to 16 kHz (20 ms frames), named ``w2v`` unless ``--stream`` says
+otherwise. The scp files hold absolute ark paths.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from punct.errors import MissingDataError, PunctInputError, report_error
+from punct.features.fbank import FbankConfig, log_mel_fbank
+
+W2V_RATE = 16_000
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m punct.bin.make_fbank", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--data-dir", required=True, help="Kaldi data dir with wav.scp")
+    p.add_argument("--stream", default=None,
+                   help="stream name: <data-dir>/<stream>.scp (default fbank, or w2v)")
+    p.add_argument("--n-mels", type=int, default=80, help="mel bands (default: %(default)s)")
+    p.add_argument("--wav2vec2", default=None, metavar="MODEL",
+                   help="wav2vec 2.0 features from this HF id or local directory instead")
+    p.add_argument("--job", type=int, default=None, help="1-based job index")
+    p.add_argument("--num-jobs", type=int, default=1, help="number of jobs")
+    p.add_argument("--merge", action="store_true", help="merge the job outputs")
+    return p
+
+
+def check_args(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    if args.num_jobs < 1:
+        p.error("--num-jobs must be >= 1")
+    if args.job is not None and not 1 <= args.job <= args.num_jobs:
+        p.error(f"--job must be in 1..{args.num_jobs}")
+    if args.job is not None and args.merge:
+        p.error("--job and --merge are separate steps")
+    if args.n_mels < 1:
+        p.error("--n-mels must be >= 1")
+    if args.stream is None:
+        args.stream = "w2v" if args.wav2vec2 else "fbank"
+
+
+Extractor = Callable[[np.ndarray, int], np.ndarray]
+
+
+def fbank_extractor(n_mels: int) -> Extractor:
+    """Samples, rate -> log-mel frames."""
+    config = FbankConfig(n_mels=n_mels)
+    return lambda samples, rate: log_mel_fbank(samples, rate, config)
+
+
+def wav2vec2_extractor(name: str) -> Extractor:
+    """Samples, rate -> last hidden states of a frozen wav2vec 2.0 model (20 ms frames)."""
+    import torch
+    from scipy.signal import resample_poly
+
+    from punct.models.encoders import _from_pretrained
+
+    model = _from_pretrained("Wav2Vec2Model", name, "wav2vec 2.0 weights")
+    model.eval()
+
+    def extract(samples: np.ndarray, rate: int) -> np.ndarray:
+        x = np.asarray(samples, dtype=np.float64)
+        if rate != W2V_RATE:
+            g = np.gcd(rate, W2V_RATE)
+            x = resample_poly(x, W2V_RATE // g, rate // g)
+        x = (x - x.mean()) / np.sqrt(x.var() + 1e-7)  # the feature extractor's normalisation
+        if len(x) < 400:  # shorter than the convolutional receptive field
+            x = np.pad(x, (0, 400 - len(x)))
+        with torch.inference_mode():
+            out = model(torch.from_numpy(x.astype(np.float32))[None]).last_hidden_state
+        return out[0].float().numpy()
+
+    return extract
+
+
+def part_names(data_dir: Path, stream: str, job: int | None) -> tuple[Path, Path]:
+    """(ark, scp) of one job, or of the whole data dir when ``job`` is None."""
+    stem = stream if job is None else f"{stream}.{job}"
+    return data_dir / f"{stem}.ark", data_dir / f"{stem}.scp"
+
+
+def run_job(args: argparse.Namespace, job: int | None, extract: Extractor | None = None) -> int:
+    """Compute the features of one job (all utterances when ``job`` is None); returns the
+    number of utterances written, -1 when the job was already done."""
+    import kaldiio
+    from tqdm import tqdm
+
+    from punct.bin.align import load_requests
+
+    data_dir = Path(args.data_dir).resolve()
+    ark, scp = part_names(data_dir, args.stream, job)
+    if scp.is_file():
+        return -1
+    requests = load_requests(data_dir)
+    if job is not None:
+        requests = [r for i, r in enumerate(requests) if i % args.num_jobs == job - 1]
+    if extract is None:
+        extract = (wav2vec2_extractor(args.wav2vec2) if args.wav2vec2
+                   else fbank_extractor(args.n_mels))
+    tmp_scp = scp.with_name(scp.name + ".tmp")
+    desc = f"{args.stream} {data_dir.name}" + (f" job {job}" if job else "")
+    with kaldiio.WriteHelper(f"ark,scp:{ark},{tmp_scp}") as writer:
+        for req in tqdm(requests, desc=desc, unit="utt", disable=not sys.stderr.isatty()):
+            samples, rate = req.load_audio()
+            writer(req.utt_id, np.ascontiguousarray(extract(samples, rate), dtype=np.float32))
+    os.replace(tmp_scp, scp)
+    return len(requests)
+
+
+def merge(args: argparse.Namespace) -> int:
+    """List the utterances of all job scps in ``<stream>.scp`` (sorted); returns the count."""
+    from punct.kaldi import c_sorted
+
+    data_dir = Path(args.data_dir).resolve()
+    lines: dict[str, str] = {}
+    for job in range(1, args.num_jobs + 1):
+        _, scp = part_names(data_dir, args.stream, job)
+        if not scp.is_file():
+            raise MissingDataError(f"job {job} of {args.num_jobs} has not finished "
+                                   f"(run it with --job {job})", scp)
+        for lineno, line in enumerate(scp.read_text(encoding="utf-8").splitlines(), 1):
+            key, sep, value = line.partition(" ")
+            if not sep or not value:
+                raise PunctInputError("expected '<utt_id> <ark:offset>'", scp, lineno)
+            lines[key] = value
+    _, out = part_names(data_dir, args.stream, None)
+    tmp = out.with_name(out.name + ".tmp")
+    tmp.write_text("".join(f"{k} {lines[k]}\n" for k in c_sorted(lines)), encoding="utf-8")
+    os.replace(tmp, out)
+    return len(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = parser()
+    args = p.parse_args(argv)
+    check_args(p, args)
+    try:
+        if args.merge:
+            n = merge(args)
+            print(f"make_fbank: {n} utterances in {Path(args.data_dir) / args.stream}.scp")
+            return 0
+        n = run_job(args, args.job)
+    except (PunctInputError, OSError) as err:
+        return report_error("make_fbank", err)
+    _, scp = part_names(Path(args.data_dir), args.stream, args.job)
+    if n < 0:
+        print(f"make_fbank: {scp} exists, already done")
+    else:
+        print(f"make_fbank: {n} utterances -> {scp}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

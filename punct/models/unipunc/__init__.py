@@ -1,0 +1,62 @@
+"""The ``unipunc`` family: UniPunc (Zhu et al. 2022) for mixed audio / text-only corpora.
+
+``model.lexical`` chooses the lexical encoder: ``pretrained`` (default; a BERT-like
+encoder named by ``featurizer.encoder``, the paper's system) or ``brnn`` (punctuator2's
+BiGRU, the paper's Table 3 graft). ``featurizer.streams`` names the one acoustic stream
+(``fbank`` from ``punct.bin.make_fbank``, or ``w2v`` from its ``--wav2vec2`` option);
+``featurizer.withhold_audio`` withholds the audio of a seeded share of the training
+utterances. See docs/UNIPUNC.md.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from punct.errors import PunctInputError
+from punct.models.base import Family, Featurizer, PunctModel, Registry
+from punct.models.unipunc.brnn_graft import UnipuncBRNN, UnipuncBRNNFeaturizer
+from punct.models.unipunc.pretrained import UnipuncFeaturizer, UnipuncModel, model_options
+
+LEXICAL = ("pretrained", "brnn")
+
+__all__ = ["UnipuncBRNN", "UnipuncBRNNFeaturizer", "UnipuncFeaturizer", "UnipuncModel"]
+
+
+def lexical_of(config: dict[str, Any]) -> str:
+    """The lexical encoder kind of a unipunc config."""
+    kind = str((config.get("model") or {}).get("lexical", "pretrained"))
+    if kind not in LEXICAL:
+        raise PunctInputError(f"model.lexical must be one of {LEXICAL}, got {kind!r}")
+    return kind
+
+
+def make_featurizer(config: dict[str, Any]) -> Featurizer:
+    """The featurizer of the configured lexical encoder, with the acoustic stream."""
+    if lexical_of(config) == "brnn":
+        return UnipuncBRNNFeaturizer.from_config(config)
+    feat = UnipuncFeaturizer(config)
+    feat._spans()  # featurizer.streams is required
+    return feat
+
+
+def make_model(config: dict[str, Any], featurizer: Featurizer) -> PunctModel:
+    """UniPunc over the featurizer's lexical encoder (fitted featurizer: audio dims known)."""
+    if lexical_of(config) == "brnn":
+        if not isinstance(featurizer, UnipuncBRNNFeaturizer):
+            raise TypeError("unipunc with lexical: brnn needs a UnipuncBRNNFeaturizer")
+        acoustic, boot, rest = model_options(config)
+        return UnipuncBRNN(featurizer, rest, acoustic, boot)
+    if not isinstance(featurizer, UnipuncFeaturizer):
+        raise TypeError(f"unipunc needs a UnipuncFeaturizer, got {type(featurizer).__name__}")
+    return UnipuncModel(config, featurizer)
+
+
+def load_featurizer(directory: Path, config: dict[str, Any]) -> Featurizer:
+    """A featurizer written by ``save``."""
+    if lexical_of(config) == "brnn":
+        return UnipuncBRNNFeaturizer.load(directory, config)
+    return UnipuncFeaturizer.load(directory, config)
+
+
+Registry.register(Family("unipunc", make_featurizer, make_model, load_featurizer))

@@ -1,0 +1,117 @@
+"""UniPunc with a pretrained lexical encoder (the paper's main system).
+
+Featurizer: AutoPunct's sub-word windows (one prediction slot per word) plus the
+window's acoustic frames (:class:`punct.models.unipunc.audio.AudioSpans`). Model: the
+pretrained encoder (``H_l``; trained, frozen or top-k as in AutoPunct) -> acoustic
+assistant -> coordinate bootstrapper -> AutoPunct's punctuation head (multi-label,
+sigmoid) and capitalisation head. The paper has a softmax over 4 classes and no casing;
+the heads are the project's so that the outputs are comparable with AutoPunct's.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from punct.errors import PunctInputError
+from punct.models.autopunct import AutopunctFeaturizer, AutopunctModel
+from punct.models.base import Window, WordSeq
+from punct.models.unipunc.audio import AudioSpans, split_featurizer_config
+from punct.models.unipunc.layers import (
+    ACOUSTIC_KEYS,
+    BOOTSTRAPPER_KEYS,
+    AcousticAssistant,
+    CoordinateBootstrapper,
+    checked,
+)
+
+UNIPUNC_MODEL_KEYS = {"lexical", "acoustic", "bootstrapper"}
+
+
+class UnipuncFeaturizer(AutopunctFeaturizer):
+    """AutoPunct's sub-word windows, each with the frames of its span (or none)."""
+
+    def __init__(self, config: dict[str, Any], tokenizer: Any | None = None):
+        audio_opts, rest = split_featurizer_config(config.get("featurizer"))
+        super().__init__(dict(config, featurizer=rest), tokenizer)
+        # ``load`` rebuilds from a config without audio options, then restores the state
+        self.audio: AudioSpans | None = AudioSpans.from_config(audio_opts) if audio_opts \
+            else None
+
+    def _spans(self) -> AudioSpans:
+        if self.audio is None:
+            raise PunctInputError("unipunc featurizer without featurizer.streams")
+        return self.audio
+
+    def fit(self, train: list[WordSeq]) -> None:
+        super().fit(train)
+        self._spans().fit(train)
+
+    def windows(self, seqs: list[WordSeq], window: int, stride: int) -> list[Window]:
+        spans = self._spans()
+        out: list[Window] = []
+        for seq in seqs:  # one sequence at a time: each window needs its utterance
+            out.extend(spans.attach(w, seq) for w in super().windows([seq], window, stride))
+        return out
+
+    def collate(self, windows: list[Window]) -> dict[str, torch.Tensor]:
+        batch = super().collate(windows)
+        batch.update(self._spans().collate(windows, batch["input_ids"].shape[1]))
+        return batch
+
+    def save(self, directory: Path) -> None:
+        super().save(directory)
+        self._spans().save(directory)
+
+    @classmethod
+    def load(cls, directory: Path, config: dict[str, Any]) -> UnipuncFeaturizer:
+        feat = super().load(directory, config)
+        assert isinstance(feat, UnipuncFeaturizer)
+        feat.audio = AudioSpans.load(directory)
+        return feat
+
+
+def model_options(config: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any],
+                                                   dict[str, Any]]:
+    """(acoustic, bootstrapper, the other model options) of a unipunc config."""
+    mcfg = dict(config.get("model") or {})
+    acoustic = checked(mcfg.pop("acoustic", None), ACOUSTIC_KEYS, "model.acoustic")
+    boot = checked(mcfg.pop("bootstrapper", None), BOOTSTRAPPER_KEYS, "model.bootstrapper")
+    mcfg.pop("lexical", None)
+    return acoustic, boot, mcfg
+
+
+class UnipuncModel(AutopunctModel):
+    """Pretrained encoder + acoustic assistant + coordinate bootstrapper + heads."""
+
+    def __init__(self, config: dict[str, Any], featurizer: UnipuncFeaturizer):
+        acoustic, boot, rest = model_options(config)
+        for key in ("silence", "custom_bert"):
+            if rest.get(key):
+                raise PunctInputError(f"model.{key} is an AutoPunct option; unipunc takes its "
+                                      "acoustic information from the acoustic assistant")
+        super().__init__(dict(config, model=rest), featurizer)
+        hidden = int(self.encoder.config.hidden_size)
+        spans = featurizer._spans()
+        self.assistant = AcousticAssistant(spans.dim, hidden, **acoustic)
+        self.bootstrapper = CoordinateBootstrapper(hidden, **boot)
+
+    def forward(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """Logits ``punct`` (B, T, P) and ``cap`` (B, T, 3), and the cap head's input."""
+        emb = self.encode(batch)
+        keys = self.assistant(batch["audio"].to(emb.dtype), batch["audio_mask"],
+                              batch["has_audio"], batch["audio_times"])
+        x = self.bootstrapper(emb, batch["attention_mask"] > 0, keys, batch["token_times"])
+        punct_logits = self.punct_head(x)
+        probs = torch.sigmoid(punct_logits)
+        if self.detach_punct:
+            probs = probs.detach()
+        prev_pos = batch["prev_pos"]
+        has_prev = (prev_pos >= 0).unsqueeze(-1).to(probs.dtype)
+        index = prev_pos.clamp(min=0).unsqueeze(-1).expand(-1, -1, probs.shape[-1])
+        prev_probs = torch.gather(probs, 1, index) * has_prev
+        start = batch["utt_start"].unsqueeze(-1).to(probs.dtype)
+        cap_input = torch.cat([prev_probs, probs, start, emb.to(probs.dtype)], dim=-1)
+        return {"punct": punct_logits, "cap": self.cap_head(cap_input), "cap_input": cap_input}
