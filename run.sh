@@ -52,6 +52,7 @@ mixed_share=0.5             # share of test utterances without audio in <set>_mi
 baseline_systems="brnn_text brnn_pause"           # stage 4 configs (conf/model/<name>.yaml)
 transformer_systems="autopunct_text autopunct_dg" # stage 5 configs
 report_layouts="autopunct"  # stage 6 table layouts: autopunct courtland nagy moro unipunc
+published=autopunct_2021    # published figures of the autopunct layout ('none': leave out)
 model_conf_dir=conf/model   # where <system>.yaml are looked up (recipe dir, then repo root)
 help_message="Usage: run.sh [options]  (stages: 0 data, 1 prepare, 2 align, 3 dump,
 4 baselines, 5 transformers, 6 decode+score+report)"
@@ -186,9 +187,13 @@ if stage_begin 6 "decode, score and report"; then
       $decode_cmd --num-threads "$num_threads" "$out/decode.log" \
         python -m punct.bin.decode --exp-dir "exp/$sys" --data-dir "data/$set" --out-dir "$out" \
           --num-threads "$num_threads"
+      # A test set may name the label set it is scored with (e.g. the full-mark reference).
+      ls_opt=()
+      [ -f "data/$set/score_label_set" ] && ls_opt=(--label-set "$(cat "data/$set/score_label_set")")
       python -m punct.bin.score --ref "data/$set/words.tsv" --hyp "$out/words.tsv" \
         --utt2lang "data/$set/utt2lang" --decode-info "$out/decode.json" \
-        --system "$sys" --test-set "$set" --out "$out/scores.json"
+        --system "$sys" --test-set "$set" --out "$out/scores.json" \
+        "${ls_opt[@]+"${ls_opt[@]}"}"
     done
   done
   pp_systems=()
@@ -209,6 +214,7 @@ if stage_begin 6 "decode, score and report"; then
   done
   python -m punct.bin.report --scores 'exp/*/decode_*/scores.json' --out-dir results \
     --results-md RESULTS.md --title "Results: $corpus" --layouts "${report_layouts// /,}" \
+    --published "$published" \
     "${extra[@]}"
   stage_end 6 report
   log "Results: $PWD/RESULTS.md, tables and plots in $PWD/results/"

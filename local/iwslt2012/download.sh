@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# Stage 0 of the IWSLT 2012 recipe: Che et al.'s punctuation package (TED talks, IWSLT
+# 2011/2012; text CC BY-NC-ND 3.0 by TED Conferences LLC) into <out-dir>/iwslt2012.
+#
+# If $IWSLT2012 (conf/db.sh) is an existing directory, it is linked, not copied, and
+# the files with pinned checksums are verified. Otherwise the files are downloaded from
+# $IWSLT2012_URL: resumable (curl -C -), atomic (.part, then renamed) and sha256-checked.
+# train2012 and test2011asr have no pinned checksum (no verified copy was available when
+# this recipe was written): they are optional, their sha256 is printed and recorded in
+# <out-dir>/iwslt2012/SHA256SUMS. Without train2012, stage 1 trains on part of dev2012.
+# Usage: local/iwslt2012/download.sh <out-dir>
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=conf/db.sh
+. "$here/../../conf/db.sh"
+[ $# -eq 1 ] || { echo "Usage: $0 <out-dir>" >&2; exit 1; }
+out=$1/iwslt2012
+
+# name sha256 (files stage 1 needs; "-" = not pinned, optional)
+files="_ReadMe_.txt 3759bbb7e324a7bc6445fc4a33dfef1cc3bd3d8fe56abf3c6d65f506fc421683
+dev2012 b33a14cace4c3869fe2ed80fe064f23dff8722930cc4f5ea9ff341cecc02aa87
+test2011 b1464ef9741c93ae6756c214f9d71208d43839bf7e4bdb7916ff432dab9362ab
+IWSLT12.TED.MT.tst2011.en-fr.en.xml 568780cef93ac9ef43279dad25a0adfd3eecd96575da836085a26496aceb97ed
+train2012 -
+test2011asr -"
+
+# locate NAME in a copy: flat, or in the subdirectories of the shared layout.
+locate() {
+  local path
+  for path in "$1/$2" "$1/che_original/$2" "$1/raw_xml/$2" "$1/LREC/$2"; do
+    [ -f "$path" ] && { echo "$path"; return 0; }
+  done
+  return 1
+}
+
+check() {  # check FILE SHA256
+  local got
+  got=$(sha256sum "$1" | cut -d' ' -f1)
+  if [ "$got" != "$2" ]; then
+    echo "download.sh: checksum mismatch for $1: expected $2, found $got" \
+         "(a different or damaged copy; delete it to download it again)" >&2
+    return 1
+  fi
+}
+
+if [ -d "$IWSLT2012" ]; then
+  src=$(cd "$IWSLT2012" && pwd)
+  while read -r name sum; do
+    if path=$(locate "$src" "$name"); then
+      [ "$sum" = - ] || check "$path" "$sum"
+    elif [ "$sum" != - ]; then
+      echo "download.sh: $name not found in the local copy $src (IWSLT2012, conf/db.sh)" >&2
+      exit 2
+    else
+      echo "download.sh: $name not in $src (optional; see local/iwslt2012/README.md)"
+    fi
+  done <<< "$files"
+  mkdir -p "$(dirname "$out")"
+  if [ -e "$out" ] && [ ! -L "$out" ]; then
+    echo "download.sh: $out exists and is not a link; remove it to use $src" >&2
+    exit 1
+  fi
+  ln -sfn "$src" "$out"
+  echo "iwslt2012: using the local copy $src (linked as $out)"
+  exit 0
+fi
+
+echo "iwslt2012: $IWSLT2012 not found; downloading from $IWSLT2012_URL"
+mkdir -p "$out"
+while read -r name sum; do
+  if [ -f "$out/$name" ]; then
+    [ "$sum" = - ] || check "$out/$name" "$sum"
+    continue
+  fi
+  if ! curl -fsSL --retry 3 -C - -o "$out/$name.part" "$IWSLT2012_URL/$name"; then
+    if [ "$sum" = - ]; then
+      echo "download.sh: optional $name not downloadable from $IWSLT2012_URL; skipped"
+      rm -f "$out/$name.part"
+      continue
+    fi
+    echo "download.sh: could not download $IWSLT2012_URL/$name (rerun to resume, or set" \
+         "IWSLT2012 in conf/db.sh to a local copy)" >&2
+    exit 2
+  fi
+  if [ "$sum" != - ]; then
+    check "$out/$name.part" "$sum" || { rm -f "$out/$name.part"; exit 1; }
+  else
+    echo "download.sh: $name has no pinned checksum; sha256 $(sha256sum "$out/$name.part" | cut -d' ' -f1)"
+  fi
+  mv "$out/$name.part" "$out/$name"
+done <<< "$files"
+(cd "$out" && find . -maxdepth 1 -type f ! -name 'SHA256SUMS*' ! -name '*.part' -printf '%f\n' \
+  | LC_ALL=C sort | xargs sha256sum > SHA256SUMS.tmp && mv SHA256SUMS.tmp SHA256SUMS)
+echo "iwslt2012: $(wc -l < "$out/SHA256SUMS") files in $out (sha256 in $out/SHA256SUMS)"

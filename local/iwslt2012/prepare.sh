@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Stage 1 of the IWSLT 2012 recipe: data/{train,dev,test2011,test2011_full[,test2011asr]}
+# (Kaldi files + words.tsv, text only). Extra options go to punct.bin.prepare_iwslt,
+# also through $iwslt_prepare_opts (e.g. "--max-train-words 8000" for a CI-sized run).
+# Usage: local/iwslt2012/prepare.sh <downloads-dir> <data-dir> [prepare_iwslt options]
+set -euo pipefail
+[ $# -ge 2 ] || { echo "Usage: $0 <downloads-dir> <data-dir> [options]" >&2; exit 1; }
+db=$1/iwslt2012
+data=$2
+shift 2
+# shellcheck disable=SC2086
+python -m punct.bin.prepare_iwslt --db-dir "$db" --data-dir "$data" \
+  ${iwslt_prepare_opts:-} "$@"
