@@ -19,6 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SYSTEMS = {
     "brnn_text": "brnn", "brnn_pause": "brnn",
     "autopunct_text": "autopunct", "autopunct_dg": "autopunct",
+    "prosodic_pp": "prosodic_pp", "unipunc": "unipunc",
 }
 
 pytestmark = pytest.mark.slow
@@ -28,8 +29,9 @@ def run_recipe(recipe: Path, *args: str) -> subprocess.CompletedProcess:
     env = dict(os.environ, PUNCT_RECIPE_DIR=str(recipe))
     return subprocess.run(
         ["bash", str(ROOT / "run.sh"), "--corpus", "mini", "--model-conf-dir", "conf/model/tiny",
-         "--baseline-systems", "brnn_text brnn_pause",
-         "--transformer-systems", "autopunct_text autopunct_dg", *args],
+         "--baseline-systems", "brnn_text brnn_pause prosodic_pp",
+         "--transformer-systems", "autopunct_text autopunct_dg unipunc",
+         "--report-layouts", "autopunct moro unipunc", *args],
         cwd=recipe, env=env, capture_output=True, text=True, timeout=3000,
     )
 

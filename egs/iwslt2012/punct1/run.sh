@@ -9,4 +9,5 @@ cd "$(dirname "$0")"
 export PUNCT_RECIPE_DIR=$PWD
 exec ../../../run.sh --corpus iwslt2012 --model-conf-dir conf/model --aligner none \
   --test-sets "test2011 test2011_full" --baseline-systems brnn_text \
-  --transformer-systems "autopunct_text" --report-layouts "courtland nagy" "$@"
+  --transformer-systems "nagy courtland" --report-layouts "courtland nagy" \
+  --published none "$@"
