@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
+from tiny import save_untrained
 
 from punct.bin import benchmark as bench_cli
 from punct.data.sequences import table_to_seqs
@@ -29,32 +28,6 @@ IWSLT = get_label_set("iwslt4")
 VOCAB = ("hello", "world", "what", "is", "it", "yes", "no")
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread() -> Iterator[None]:
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
-def _save_untrained(family_name: str, config_raw: dict, exp: Path, train_seqs: list) -> Path:
-    """An experiment dir with random weights (enough for speed and plumbing)."""
-    import punct.models  # noqa: F401  (registers the families)
-    from punct.models.base import Registry
-    from punct.train.config import resolve_config, save_config
-
-    config = resolve_config(config_raw)
-    family = Registry.get(family_name)
-    feat = family.make_featurizer(config)
-    feat.fit(train_seqs)
-    torch.manual_seed(3)
-    model = family.make_model(config, feat)
-    feat.save(exp / "featurizer")
-    torch.save({"model": model.state_dict()}, exp / "best.pt")
-    save_config(config, exp / "config.yaml")
-    return exp
-
-
 def _utts(n: int, length: int, seed: int) -> dict[str, list[WordRow]]:
     rng = np.random.default_rng(seed)
     utts = {}
@@ -70,12 +43,12 @@ def _utts(n: int, length: int, seed: int) -> dict[str, list[WordRow]]:
 def tiny(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     root = tmp_path_factory.mktemp("bench")
     enc = build_tiny_bert(root / "enc", words=VOCAB)
-    exp = _save_untrained("autopunct", {
+    exp = save_untrained({
         "family": "autopunct", "label_set": "iwslt4", "featurizer": {"encoder": str(enc)},
         "model": {"encoder_train_layers": 0, "head": {"hidden": 16}, "cap_head": {"hidden": 16}},
         "train": {"window": 16, "stride": 8},
         "decode": {"window": 16, "stride": 8, "batch_size": 4, "bf16": "off"},
-    }, root / "exp", [])
+    }, root / "exp", seed=3)
     data = root / "test"
     data.mkdir()
     utts = _utts(6, 9, 1)
@@ -179,10 +152,10 @@ def test_benchmark_word_level_family_has_engine_rows_only(tmp_path: Path) -> Non
     data.mkdir()
     utts = _utts(4, 7, 5)
     write_word_table(data / "words.tsv", utts)
-    exp = _save_untrained("brnn", {
+    exp = save_untrained({
         "family": "brnn", "label_set": "iwslt4", "featurizer": {"min_count": 1},
         "model": {"hidden": 8}, "train": {"window": 6, "stride": 3},
-    }, tmp_path / "exp", table_to_seqs(utts, IWSLT))
+    }, tmp_path / "exp", seed=3, train_seqs=table_to_seqs(utts, IWSLT))
     out = tmp_path / "bench"
     assert bench_cli.main(["--exp-dir", str(exp), "--data-dir", str(data), "--out-dir",
                            str(out), "--reps", "1"]) == 0

@@ -3,25 +3,24 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
+from tiny import MARKS, VOCAB, P, seq
 from torch import nn
 
 from punct.errors import PunctInputError
 from punct.infer.decode import predict_words
-from punct.labels import get_label_set
-from punct.models.base import Registry, WordSeq
+from punct.models.base import Registry
 from punct.models.courtland import (
     CourtlandFeaturizer,
     CourtlandModel,
     make_featurizer,
     make_model,
 )
-from punct.models.encoders import build_tiny_bert, load_encoder
+from punct.models.encoders import load_encoder
 from punct.train.config import DEFAULTS, deep_merge, load_config
 from punct.train.lookahead import LookAhead
 from punct.train.optim import build_optimizer
@@ -29,24 +28,7 @@ from punct.train.trainer import train_experiment
 from punct.wordtable import WordRow, write_word_table
 
 ROOT = Path(__file__).resolve().parents[1]
-LABELS = get_label_set("iwslt4").labels
-P = len(LABELS)
-VOCAB = ("the", "a", "and", "of", "to", "is", "it", "we", "go", "yes")
-MARKS = {"yes": ("COMMA",), "stop": ("PERIOD",), "huh": ("QUESTION",)}
 WINDOW = 16
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread() -> Iterator[None]:
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
-@pytest.fixture(scope="module")
-def tiny_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_tiny_bert(tmp_path_factory.mktemp("tinybert"), words=VOCAB, hidden=32)
 
 
 def config(encoder: Path, window: int = WINDOW, decode_window: int | None = None,
@@ -59,16 +41,6 @@ def config(encoder: Path, window: int = WINDOW, decode_window: int | None = None
         "train": {"window": window, "stride": window // 2},
         "decode": {"window": decode_window, "aggregate": "sum"},
     })
-
-
-def seq(words: list[str], offset: int = 0) -> WordSeq:
-    n = len(words)
-    punct = np.zeros((n, P), dtype=np.float32)
-    for i, w in enumerate(words):
-        for mark in MARKS.get(w, ()):
-            punct[i, LABELS.index(mark)] = 1.0
-    return WordSeq("u", list(words), np.full(n, np.nan, np.float32), punct,
-                   np.zeros(n, np.int64), offset=offset)
 
 
 def write_set(path: Path, n: int, seed: int) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import itertools
 import json
 import math
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -24,14 +23,6 @@ from punct.align.ctc import (
 )
 from punct.align.ctc_aligner import CtcAligner, CtcModel, spell
 from punct.errors import MissingDataError, PunctInputError
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread() -> Iterator[None]:
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 def emissions_for(labels: list[int], vocab: int, p: float = 0.9) -> torch.Tensor:

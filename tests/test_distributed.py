@@ -30,14 +30,6 @@ from punct.train.trainer import train_experiment
 WORDS = [*(f"w{i}" for i in range(15)), "yes", "stop", "huh", "hola"]
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread_here() -> Any:
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 # -- environment --------------------------------------------------------------------
 def test_torchrun_environment() -> None:
     env = detect_env({"RANK": "1", "WORLD_SIZE": "4", "LOCAL_RANK": "1",

@@ -3,21 +3,12 @@
 from __future__ import annotations
 
 import io
-from collections.abc import Iterator
 
 import pytest
 import torch
 
 from punct.train.lookahead import LookAhead
 from punct.train.optim import make_optimizer, warmup_factor
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread() -> Iterator[None]:
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 def quadratic_step(opt: torch.optim.Optimizer, w: torch.nn.Parameter) -> None:

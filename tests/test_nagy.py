@@ -3,19 +3,17 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
+from tiny import MARKS, VOCAB, P, seq
 from torch import nn
 
 from punct.infer.decode import load_experiment, predict_words
-from punct.labels import get_label_set
 from punct.models.autopunct import AutopunctFeaturizer
-from punct.models.base import Registry, WordSeq
-from punct.models.encoders import build_tiny_bert
+from punct.models.base import Registry
 from punct.models.nagy import NagyModel, make_featurizer, make_model
 from punct.train.config import load_config, resolve_config
 from punct.train.optim import build_optimizer
@@ -23,38 +21,11 @@ from punct.train.trainer import train_experiment
 from punct.wordtable import WordRow, write_word_table
 
 ROOT = Path(__file__).resolve().parents[1]
-LABELS = get_label_set("iwslt4").labels
-P = len(LABELS)
-VOCAB = ("the", "a", "and", "of", "to", "is", "it", "we", "go", "yes")
-MARKS = {"yes": ("COMMA",), "stop": ("PERIOD",), "huh": ("QUESTION",)}
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread() -> Iterator[None]:
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
-@pytest.fixture(scope="module")
-def tiny_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_tiny_bert(tmp_path_factory.mktemp("tinybert"), words=VOCAB, hidden=32)
 
 
 def config(encoder: Path, **model: object) -> dict:
     return {"family": "nagy", "label_set": "iwslt4", "featurizer": {"encoder": str(encoder)},
             "model": {"hidden": 24, "dropout": 0.0, **model}}
-
-
-def seq(words: list[str], offset: int = 0) -> WordSeq:
-    n = len(words)
-    punct = np.zeros((n, P), dtype=np.float32)
-    for i, w in enumerate(words):
-        for mark in MARKS.get(w, ()):
-            punct[i, LABELS.index(mark)] = 1.0
-    return WordSeq("u", list(words), np.full(n, np.nan, np.float32), punct,
-                   np.zeros(n, np.int64), offset=offset)
 
 
 def write_set(path: Path, n: int, seed: int) -> None:

@@ -18,14 +18,6 @@ from punct.train.config import resolve_config
 LABELS = ("COMMA", "PERIOD")
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 class StubAligner:
     """Returns fixed phrases, whatever the features."""
 

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import torch
 import yaml
+from tiny import save_untrained
 
 from punct.bin import restore as restore_cli
 from punct.errors import PunctInputError
@@ -25,14 +26,6 @@ from punct.wordtable import WordRow, read_word_table
 
 IWSLT = get_label_set("iwslt4")
 COMMA, PERIOD = IWSLT.index("COMMA"), IWSLT.index("PERIOD")
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread() -> Iterator[None]:
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 # ----------------------------------------------------------------------------- readers
@@ -275,30 +268,16 @@ def test_writers_jsonl_kaldi_table() -> None:
 @pytest.fixture(scope="module")
 def tiny_exp(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """An untrained AutoPunct system over a tiny random BERT (the plumbing is what counts)."""
-    import punct.models  # noqa: F401  (registers the families)
-    from punct.models.base import Registry
-    from punct.train.config import resolve_config, save_config
-
     root = tmp_path_factory.mktemp("restore")
     enc = build_tiny_bert(root / "enc", words=("hello", "world", "what", "is", "it"))
-    config = resolve_config({
+    return save_untrained({
         "family": "autopunct", "label_set": "iwslt4",
         "featurizer": {"encoder": str(enc)},
         "model": {"encoder_train_layers": 0, "silence": {"kind": "continuous"},
                   "head": {"hidden": 16}, "cap_head": {"hidden": 16}},
         "train": {"window": 16, "stride": 8},
         "decode": {"window": 16, "stride": 8, "batch_size": 4, "bf16": "auto"},
-    })
-    family = Registry.get("autopunct")
-    feat = family.make_featurizer(config)
-    feat.fit([])
-    torch.manual_seed(0)
-    model = family.make_model(config, feat)
-    exp = root / "exp"
-    feat.save(exp / "featurizer")
-    torch.save({"model": model.state_dict()}, exp / "best.pt")
-    save_config(config, exp / "config.yaml")
-    return exp
+    }, root / "exp", seed=0)
 
 
 def test_restore_cli_text_and_formats(tiny_exp: Path, tmp_path: Path,

@@ -10,7 +10,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -36,14 +36,6 @@ ROOT = Path(__file__).resolve().parents[1]
 # 120 one-window utterances, batch 8: 15 steps per epoch
 CONFIG = {**TINY, "train": {**TINY["train"], "epochs": 4}}
 STEPS = 15
-
-
-@pytest.fixture(autouse=True, scope="module")
-def one_thread_here() -> Iterator[None]:
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 @pytest.fixture(scope="module")

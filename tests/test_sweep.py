@@ -3,51 +3,29 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pandas as pd
 import pytest
-import torch
+from tiny import save_untrained
 
 from punct.bin import sweep as sweep_cli
 from punct.models.encoders import build_tiny_bert
 from punct.wordtable import WordRow, write_word_table
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread() -> Iterator[None]:
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """An untrained AutoPunct system (window 16 pieces) and a 3-utterance test set."""
-    import punct.models  # noqa: F401  (registers the families)
-    from punct.models.base import Registry
-    from punct.train.config import resolve_config, save_config
-
     root = tmp_path_factory.mktemp("sweep")
     words = ("yes", "no", "stop", "go")
     enc = build_tiny_bert(root / "enc", words=words)
-    config = resolve_config({
+    exp = save_untrained({
         "family": "autopunct", "label_set": "iwslt4", "featurizer": {"encoder": str(enc)},
         "model": {"encoder_train_layers": 0, "head": {"hidden": 16}, "cap_head": {"hidden": 16}},
         "train": {"window": 16, "stride": 16},
         "decode": {"batch_size": 8, "bf16": "off"},
-    })
-    family = Registry.get("autopunct")
-    feat = family.make_featurizer(config)
-    feat.fit([])
-    torch.manual_seed(1)
-    model = family.make_model(config, feat)
-    exp = root / "exp"
-    feat.save(exp / "featurizer")
-    torch.save({"model": model.state_dict()}, exp / "best.pt")
-    save_config(config, exp / "config.yaml")
+    }, root / "exp", seed=1)
     utts = {}
     for u in range(3):
         utts[f"u{u}"] = [WordRow(f"u{u}", i, words[(i + u) % 4], words[(i + u) % 4],

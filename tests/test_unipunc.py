@@ -3,7 +3,6 @@ training through the shared trainer, and the Table 2/3 layout."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -13,7 +12,6 @@ import torch
 from punct.errors import PunctInputError
 from punct.labels import get_label_set
 from punct.models.base import Registry, WordSeq
-from punct.models.encoders import build_tiny_bert
 from punct.models.unipunc import (
     UnipuncBRNN,
     UnipuncBRNNFeaturizer,
@@ -32,19 +30,6 @@ P = len(LABELS)
 COMMA, PERIOD = LABELS.index("COMMA"), LABELS.index("PERIOD")
 VOCAB = ("the", "a", "and", "of", "to", "is", "it", "what", "yes", "no", "so", "we", "go")
 DIM = 6  # acoustic feature dimension of the synthetic stream
-
-
-@pytest.fixture(autouse=True, scope="module")
-def one_thread_here() -> Iterator[None]:
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
-@pytest.fixture(scope="module")
-def tiny_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_tiny_bert(tmp_path_factory.mktemp("tinybert"), words=VOCAB, hidden=32)
 
 
 def make_seq(utt: str, n: int, offset: int = 0, seed: int = 0, audio: bool = True) -> WordSeq:

@@ -51,6 +51,7 @@ from punct.align.ctm import (
 from punct.align.evaluate import PAUSE_THRESHOLD, evaluate
 from punct.align.pauses import attach_timings, compute_pauses
 from punct.errors import MissingDataError, PunctInputError, report_error
+from punct.jobs_split import add_job_options, check_job_options
 
 #: Aligners that read timings from files (no audio, no plausibility check).
 FILE_ALIGNERS = ("reference", "ctm", "textgrid")
@@ -77,18 +78,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--reference-dir", default=None,
                    help="reference <utt>.ctm files: alignment source for 'reference', "
                         "evaluation reference for --merge")
-    p.add_argument("--job", type=int, default=None, help="1-based job index")
-    p.add_argument("--num-jobs", type=int, default=1, help="number of jobs")
-    p.add_argument("--merge", action="store_true", help="merge the job outputs")
+    add_job_options(p)
     p.add_argument("--pause-threshold", type=float, default=PAUSE_THRESHOLD,
                    help="pause length (s) for the pause P/R/F1 of eval.json")
     args = p.parse_args(argv)
-    if args.num_jobs < 1:
-        p.error("--num-jobs must be >= 1")
-    if args.job is not None and not 1 <= args.job <= args.num_jobs:
-        p.error(f"--job must be in 1..{args.num_jobs}")
-    if args.job is not None and args.merge:
-        p.error("--job and --merge are separate steps")
+    check_job_options(p, args)
     if not args.merge and args.aligner is None:
         p.error("--aligner is required (unless --merge)")
     return args

@@ -31,6 +31,7 @@ import numpy as np
 
 from punct.errors import MissingDataError, PunctInputError, report_error
 from punct.features.fbank import FbankConfig, log_mel_fbank
+from punct.jobs_split import add_job_options, check_job_options
 
 W2V_RATE = 16_000
 
@@ -44,19 +45,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--n-mels", type=int, default=80, help="mel bands (default: %(default)s)")
     p.add_argument("--wav2vec2", default=None, metavar="MODEL",
                    help="wav2vec 2.0 features from this HF id or local directory instead")
-    p.add_argument("--job", type=int, default=None, help="1-based job index")
-    p.add_argument("--num-jobs", type=int, default=1, help="number of jobs")
-    p.add_argument("--merge", action="store_true", help="merge the job outputs")
+    add_job_options(p)
     return p
 
 
 def check_args(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
-    if args.num_jobs < 1:
-        p.error("--num-jobs must be >= 1")
-    if args.job is not None and not 1 <= args.job <= args.num_jobs:
-        p.error(f"--job must be in 1..{args.num_jobs}")
-    if args.job is not None and args.merge:
-        p.error("--job and --merge are separate steps")
+    check_job_options(p, args)
     if args.n_mels < 1:
         p.error("--n-mels must be >= 1")
     if args.stream is None:

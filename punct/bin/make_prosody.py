@@ -23,6 +23,7 @@ import numpy as np
 
 from punct.errors import MissingDataError, PunctInputError, report_error
 from punct.features.prosody import ProsodyConfig, feature_names, prosody_features
+from punct.jobs_split import add_job_options, check_job_options
 
 STREAM = "prosody"
 
@@ -31,18 +32,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m punct.bin.make_prosody", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--data-dir", required=True, help="Kaldi data dir with wav.scp")
-    p.add_argument("--job", type=int, default=None, help="1-based job index")
-    p.add_argument("--num-jobs", type=int, default=1, help="number of jobs")
-    p.add_argument("--merge", action="store_true", help="merge the job parts")
+    add_job_options(p, merge_help="merge the job parts")
     p.add_argument("--pitch-floor", type=float, default=ProsodyConfig.pitch_floor)
     p.add_argument("--pitch-ceiling", type=float, default=ProsodyConfig.pitch_ceiling)
     args = p.parse_args(argv)
-    if args.num_jobs < 1:
-        p.error("--num-jobs must be >= 1")
-    if args.job is not None and not 1 <= args.job <= args.num_jobs:
-        p.error(f"--job must be in 1..{args.num_jobs}")
-    if args.job is not None and args.merge:
-        p.error("--job and --merge are separate steps")
+    check_job_options(p, args)
     return args
 
 

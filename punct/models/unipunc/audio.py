@@ -199,6 +199,48 @@ class AudioSpans:
         return spans
 
 
+class AudioFeaturizerMixin:
+    """The audio side of a unipunc featurizer, mixed in before its lexical featurizer
+    (AutoPunct's or the BRNN's): every window carries the frames of its span (or none)."""
+
+    audio: AudioSpans | None = None
+    #: the batch tensor whose second dimension is the padded window length
+    TOKENS_KEY = "input_ids"
+
+    def _spans(self) -> AudioSpans:
+        if self.audio is None:
+            raise PunctInputError("unipunc featurizer without featurizer.streams")
+        return self.audio
+
+    def fit(self, train: list[WordSeq]) -> None:
+        super().fit(train)  # type: ignore[misc]
+        self._spans().fit(train)
+
+    def windows(self, seqs: list[WordSeq], window: int, stride: int) -> list[Window]:
+        spans = self._spans()
+        out: list[Window] = []
+        for seq in seqs:  # one sequence at a time: each window needs its utterance
+            lexical = super().windows([seq], window, stride)  # type: ignore[misc]
+            out.extend(spans.attach(w, seq) for w in lexical)
+        return out
+
+    def collate(self, windows: list[Window]) -> dict[str, torch.Tensor]:
+        batch = super().collate(windows)  # type: ignore[misc]
+        batch.update(self._spans().collate(windows, batch[self.TOKENS_KEY].shape[1]))
+        return batch
+
+    def save(self, directory: Path) -> None:
+        super().save(directory)  # type: ignore[misc]
+        self._spans().save(directory)
+
+    @classmethod
+    def load(cls, directory: Path, config: dict[str, Any]) -> Any:
+        feat = super().load(directory, config)  # type: ignore[misc]
+        assert isinstance(feat, cls)
+        feat.audio = AudioSpans.load(directory)
+        return feat
+
+
 def _forward_fill(values: np.ndarray) -> np.ndarray:
     """NaNs take the last finite value before them (0 before the first one)."""
     out = np.asarray(values, dtype=np.float64).copy()

@@ -10,25 +10,27 @@ Everything else (vocabulary, slots, loss, read-out) is the ``brnn`` family's, so
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
 from punct.errors import PunctInputError
-from punct.models.base import Window, WordSeq
 from punct.models.brnn import BRNNFeaturizer, BRNNText
-from punct.models.unipunc.audio import AudioSpans, split_featurizer_config
+from punct.models.unipunc.audio import (
+    AudioFeaturizerMixin,
+    AudioSpans,
+    split_featurizer_config,
+)
 from punct.models.unipunc.layers import AcousticAssistant, CoordinateBootstrapper
 
 BRNN_MODEL_KEYS = {"hidden", "embedding", "checkpoint_attention", "graft_lr"}
 
 
-class UnipuncBRNNFeaturizer(BRNNFeaturizer):
+class UnipuncBRNNFeaturizer(AudioFeaturizerMixin, BRNNFeaturizer):
     """The BRNN's word windows, each with the frames of its span (or none)."""
 
-    audio: AudioSpans | None = None
+    TOKENS_KEY = "ids"
 
     @classmethod
     def from_config(cls, config: dict[str, Any]) -> UnipuncBRNNFeaturizer:
@@ -36,38 +38,6 @@ class UnipuncBRNNFeaturizer(BRNNFeaturizer):
         feat = super().from_config(dict(config, featurizer=rest))
         assert isinstance(feat, UnipuncBRNNFeaturizer)
         feat.audio = AudioSpans.from_config(audio_opts)
-        return feat
-
-    def _spans(self) -> AudioSpans:
-        if self.audio is None:
-            raise PunctInputError("unipunc featurizer without featurizer.streams")
-        return self.audio
-
-    def fit(self, train: list[WordSeq]) -> None:
-        super().fit(train)
-        self._spans().fit(train)
-
-    def windows(self, seqs: list[WordSeq], window: int, stride: int) -> list[Window]:
-        spans = self._spans()
-        out: list[Window] = []
-        for seq in seqs:  # one sequence at a time: each window needs its utterance
-            out.extend(spans.attach(w, seq) for w in super().windows([seq], window, stride))
-        return out
-
-    def collate(self, windows: list[Window]) -> dict[str, torch.Tensor]:
-        batch = super().collate(windows)
-        batch.update(self._spans().collate(windows, batch["ids"].shape[1]))
-        return batch
-
-    def save(self, directory: Path) -> None:
-        super().save(directory)
-        self._spans().save(directory)
-
-    @classmethod
-    def load(cls, directory: Path, config: dict[str, Any]) -> UnipuncBRNNFeaturizer:
-        feat = super().load(directory, config)
-        assert isinstance(feat, UnipuncBRNNFeaturizer)
-        feat.audio = AudioSpans.load(directory)
         return feat
 
 

@@ -10,15 +10,17 @@ the heads are the project's so that the outputs are comparable with AutoPunct's.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import torch
 
 from punct.errors import PunctInputError
 from punct.models.autopunct import AutopunctFeaturizer, AutopunctModel
-from punct.models.base import Window, WordSeq
-from punct.models.unipunc.audio import AudioSpans, split_featurizer_config
+from punct.models.unipunc.audio import (
+    AudioFeaturizerMixin,
+    AudioSpans,
+    split_featurizer_config,
+)
 from punct.models.unipunc.layers import (
     ACOUSTIC_KEYS,
     BOOTSTRAPPER_KEYS,
@@ -30,7 +32,7 @@ from punct.models.unipunc.layers import (
 UNIPUNC_MODEL_KEYS = {"lexical", "acoustic", "bootstrapper"}
 
 
-class UnipuncFeaturizer(AutopunctFeaturizer):
+class UnipuncFeaturizer(AudioFeaturizerMixin, AutopunctFeaturizer):
     """AutoPunct's sub-word windows, each with the frames of its span (or none)."""
 
     def __init__(self, config: dict[str, Any], tokenizer: Any | None = None):
@@ -39,38 +41,6 @@ class UnipuncFeaturizer(AutopunctFeaturizer):
         # ``load`` rebuilds from a config without audio options, then restores the state
         self.audio: AudioSpans | None = AudioSpans.from_config(audio_opts) if audio_opts \
             else None
-
-    def _spans(self) -> AudioSpans:
-        if self.audio is None:
-            raise PunctInputError("unipunc featurizer without featurizer.streams")
-        return self.audio
-
-    def fit(self, train: list[WordSeq]) -> None:
-        super().fit(train)
-        self._spans().fit(train)
-
-    def windows(self, seqs: list[WordSeq], window: int, stride: int) -> list[Window]:
-        spans = self._spans()
-        out: list[Window] = []
-        for seq in seqs:  # one sequence at a time: each window needs its utterance
-            out.extend(spans.attach(w, seq) for w in super().windows([seq], window, stride))
-        return out
-
-    def collate(self, windows: list[Window]) -> dict[str, torch.Tensor]:
-        batch = super().collate(windows)
-        batch.update(self._spans().collate(windows, batch["input_ids"].shape[1]))
-        return batch
-
-    def save(self, directory: Path) -> None:
-        super().save(directory)
-        self._spans().save(directory)
-
-    @classmethod
-    def load(cls, directory: Path, config: dict[str, Any]) -> UnipuncFeaturizer:
-        feat = super().load(directory, config)
-        assert isinstance(feat, UnipuncFeaturizer)
-        feat.audio = AudioSpans.load(directory)
-        return feat
 
 
 def model_options(config: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any],

@@ -1,0 +1,49 @@
+"""Tiny builders shared by several test modules (import as ``tiny``: pytest puts tests/ on
+``sys.path``, as ``from test_trainer import ...`` relies on too)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import torch
+
+import punct.models  # noqa: F401  (registers the families)
+from punct.labels import get_label_set
+from punct.models.base import Registry, WordSeq
+from punct.train.config import resolve_config, save_config
+
+# The last-piece slot families (Nagy, Courtland): iwslt4 labels, a tiny-BERT vocabulary in
+# which "stop", "huh" and "zebra" are several pieces, and the marks those words carry.
+LABELS = get_label_set("iwslt4").labels
+P = len(LABELS)
+VOCAB = ("the", "a", "and", "of", "to", "is", "it", "we", "go", "yes")
+MARKS = {"yes": ("COMMA",), "stop": ("PERIOD",), "huh": ("QUESTION",)}
+
+
+def seq(words: list[str], offset: int = 0) -> WordSeq:
+    """One utterance "u" of ``words`` with the ``MARKS`` punctuation, no pauses, no caps."""
+    n = len(words)
+    punct = np.zeros((n, P), dtype=np.float32)
+    for i, w in enumerate(words):
+        for mark in MARKS.get(w, ()):
+            punct[i, LABELS.index(mark)] = 1.0
+    return WordSeq("u", list(words), np.full(n, np.nan, np.float32), punct,
+                   np.zeros(n, np.int64), offset=offset)
+
+
+def save_untrained(config_raw: dict, exp: Path, seed: int,
+                   train_seqs: Sequence[WordSeq] = ()) -> Path:
+    """An experiment dir with random weights (enough for speed and plumbing): the
+    featurizer fitted on ``train_seqs``, the model built after ``torch.manual_seed(seed)``."""
+    config = resolve_config(config_raw)
+    family = Registry.get(config["family"])
+    feat = family.make_featurizer(config)
+    feat.fit(list(train_seqs))
+    torch.manual_seed(seed)
+    model = family.make_model(config, feat)
+    feat.save(exp / "featurizer")
+    torch.save({"model": model.state_dict()}, exp / "best.pt")
+    save_config(config, exp / "config.yaml")
+    return exp
