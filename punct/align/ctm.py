@@ -25,7 +25,7 @@ from punct.errors import MissingDataError, PunctInputError
 SILENCE_TOKENS = frozenset({"<eps>", "<sil>", "<sp>", "!sil", "<silence>"})
 
 
-def _number(text: str, what: str, path: Path, line: int) -> float:
+def _number(text: str, what: str, path: str | Path | None, line: int) -> float:
     try:
         value = float(text)
     except ValueError:
@@ -33,6 +33,29 @@ def _number(text: str, what: str, path: Path, line: int) -> float:
     if not math.isfinite(value):
         raise PunctInputError(f"{what} {text!r} is not a finite number", path, line)
     return value
+
+
+def parse_ctm_fields(text: str, path: str | Path | None, line: int
+                     ) -> tuple[str, str, float, float]:
+    """``(reco, word, start, duration)`` of one non-blank, non-comment CTM line.
+
+    Errors (with file:line): wrong field count, non-numeric, non-finite or negative times,
+    a non-numeric confidence.
+    """
+    fields = text.split()
+    if len(fields) not in (5, 6):
+        raise PunctInputError(
+            f"expected 5 or 6 fields '<reco> <chan> <start> <dur> <word> [<conf>]', "
+            f"found {len(fields)}: {text!r}", path, line)
+    reco, _chan, start_s, dur_s, word = fields[:5]
+    start = _number(start_s, "start time", path, line)
+    dur = _number(dur_s, "duration", path, line)
+    if len(fields) == 6:
+        _number(fields[5], "confidence", path, line)
+    if start < 0 or dur < 0:
+        raise PunctInputError(
+            f"negative {'start time' if start < 0 else 'duration'} in {text!r}", path, line)
+    return reco, word, start, dur
 
 
 def read_ctm(
@@ -55,25 +78,7 @@ def read_ctm(
             text = raw.strip()
             if not text or text.startswith(";;"):
                 continue
-            fields = text.split()
-            if len(fields) not in (5, 6):
-                raise PunctInputError(
-                    f"expected 5 or 6 fields '<reco> <chan> <start> <dur> <word> [<conf>]', "
-                    f"found {len(fields)}: {text!r}",
-                    path,
-                    lineno,
-                )
-            reco, _chan, start_s, dur_s, word = fields[:5]
-            start = _number(start_s, "start time", path, lineno)
-            dur = _number(dur_s, "duration", path, lineno)
-            if len(fields) == 6:
-                _number(fields[5], "confidence", path, lineno)
-            if start < 0 or dur < 0:
-                raise PunctInputError(
-                    f"negative {'start time' if start < 0 else 'duration'} in {text!r}",
-                    path,
-                    lineno,
-                )
+            reco, word, start, dur = parse_ctm_fields(text, path, lineno)
             if reco != last_reco and reco in out:
                 raise PunctInputError(
                     f"recording {reco!r} appears again after other recordings "

@@ -26,7 +26,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from punct.align.ctm import SILENCE_TOKENS
+from punct.align.ctm import SILENCE_TOKENS, parse_ctm_fields
 from punct.align.textgrid import read_textgrid, textgrid_words
 from punct.errors import MissingDataError, PunctInputError
 from punct.infer.stream import Document, InputWord
@@ -76,16 +76,6 @@ def read_text(stream: BinaryIO, name: str) -> Iterator[Document]:
 # ----------------------------------------------------------------------------- ctm
 
 
-def _number(text: str, what: str, name: str, line: int) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise PunctInputError(f"{what} {text!r} is not a number", name, line) from None
-    if not math.isfinite(value) or value < 0:
-        raise PunctInputError(f"{what} {text!r} must be a finite number >= 0", name, line)
-    return value
-
-
 class _CtmReader:
     """Splits a CTM line stream into recordings without reading ahead more than a line."""
 
@@ -101,14 +91,7 @@ class _CtmReader:
             text = raw.strip()
             if not text or text.startswith(";;"):
                 continue
-            fields = text.split()
-            if len(fields) not in (5, 6):
-                raise PunctInputError(
-                    "expected 5 or 6 fields '<reco> <chan> <start> <dur> <word> [<conf>]', "
-                    f"found {len(fields)}: {text!r}", self.name, lineno)
-            reco, _chan, start_s, dur_s, word = fields[:5]
-            start = _number(start_s, "start time", self.name, lineno)
-            dur = _number(dur_s, "duration", self.name, lineno)
+            reco, word, start, dur = parse_ctm_fields(text, self.name, lineno)
             if word.lower() in SILENCE_TOKENS:
                 continue
             return reco, word, start, start + dur, lineno

@@ -81,7 +81,7 @@ BERT_KEYS = {"layers", "heads", "ffn", "dropout", "max_positions"}
 LOSS_KEYS = {"punct_weight", "cap_weight", "pos_weight", "pos_weight_power", "pos_weight_max"}
 
 
-def _checked(value: Any, allowed: set[str], where: str) -> dict[str, Any]:
+def checked_options(value: Any, allowed: set[str], where: str) -> dict[str, Any]:
     """``value`` as a dict (empty when None); unknown keys are errors naming ``where``."""
     value = value or {}
     if not isinstance(value, dict):
@@ -108,7 +108,7 @@ class AutopunctFeaturizer(Featurizer):
     """Sub-word windows for a pretrained encoder, one prediction slot per word."""
 
     def __init__(self, config: dict[str, Any], tokenizer: Any | None = None):
-        fcfg = _checked(config.get("featurizer"), FEATURIZER_KEYS, "featurizer")
+        fcfg = checked_options(config.get("featurizer"), FEATURIZER_KEYS, "featurizer")
         self.label_set, self.n_labels = _n_labels(config)
         self.encoder_name: str | None = fcfg.get("encoder")
         self.lowercase = bool(fcfg.get("lowercase", True))
@@ -449,7 +449,7 @@ class AutopunctModel(PunctModel):
 
     def __init__(self, config: dict[str, Any], featurizer: AutopunctFeaturizer):
         super().__init__()
-        mcfg = _checked(config.get("model"), MODEL_KEYS, "model")
+        mcfg = checked_options(config.get("model"), MODEL_KEYS, "model")
         _, self.n_labels = _n_labels(config)
         if self.n_labels != featurizer.n_labels:
             raise PunctInputError(
@@ -466,11 +466,11 @@ class AutopunctModel(PunctModel):
         bert = mcfg.get("custom_bert")
         self.custom_bert: CustomBert | None = None
         if bert:
-            bcfg = _checked({} if bert is True else bert, BERT_KEYS, "model.custom_bert")
+            bcfg = checked_options({} if bert is True else bert, BERT_KEYS, "model.custom_bert")
             bcfg.setdefault("max_positions", featurizer.max_window)
             self.custom_bert = CustomBert(hidden, **bcfg)
 
-        head = _checked(mcfg.get("head"), HEAD_KEYS, "model.head")
+        head = checked_options(mcfg.get("head"), HEAD_KEYS, "model.head")
         self.punct_head = Head(
             hidden,
             int(head.get("hidden") or hidden),
@@ -478,7 +478,7 @@ class AutopunctModel(PunctModel):
             head.get("activation", "gelu"),
             float(head.get("dropout", 0.1)),
         )
-        cap = _checked(mcfg.get("cap_head"), CAP_HEAD_KEYS, "model.cap_head")
+        cap = checked_options(mcfg.get("cap_head"), CAP_HEAD_KEYS, "model.cap_head")
         self.detach_punct = bool(cap.get("detach_punct", False))
         self.cap_head = Head(
             2 * self.n_labels + 1 + hidden,
@@ -487,7 +487,7 @@ class AutopunctModel(PunctModel):
             cap.get("activation", "gelu"),
             float(cap.get("dropout", 0.1)),
         )
-        loss = _checked(mcfg.get("loss"), LOSS_KEYS, "model.loss")
+        loss = checked_options(mcfg.get("loss"), LOSS_KEYS, "model.loss")
         self.punct_weight = float(loss.get("punct_weight", 1.0))
         self.cap_weight = float(loss.get("cap_weight", 1.0))
         weight = _pos_weight(loss, featurizer, self.n_labels)
@@ -545,6 +545,12 @@ class AutopunctModel(PunctModel):
         x = emb + self.silence(batch["pauses"]).to(emb.dtype)
         if self.custom_bert is not None:
             x = self.custom_bert(x, batch["attention_mask"])
+        return self.heads(x, emb, batch)
+
+    def heads(self, x: torch.Tensor, emb: torch.Tensor, batch: dict[str, torch.Tensor]
+              ) -> dict[str, torch.Tensor]:
+        """Punctuation head on ``x``; capitalisation head on the punctuation output of the
+        previous and current word, the utterance-start flag and the encoder output ``emb``."""
         punct_logits = self.punct_head(x)
         probs = torch.sigmoid(punct_logits)
         if self.detach_punct:

@@ -36,9 +36,9 @@ from punct.errors import PunctInputError
 from punct.models.autopunct import (
     AutopunctFeaturizer,
     _build_encoder,
-    _checked,
     _n_labels,
     _pos_weight,
+    checked_options,
     configure_encoder_training,
 )
 from punct.models.base import Prediction, PunctModel
@@ -95,7 +95,7 @@ class SubwordTagger(PunctModel, abc.ABC):
     def __init__(self, config: dict[str, Any], featurizer: AutopunctFeaturizer,
                  head_keys: set[str]):
         super().__init__()
-        self.mcfg = _checked(config.get("model"), ENCODER_KEYS | head_keys, "model")
+        self.mcfg = checked_options(config.get("model"), ENCODER_KEYS | head_keys, "model")
         _, self.n_labels = _n_labels(config)
         if self.n_labels != featurizer.n_labels:
             raise PunctInputError(
@@ -112,7 +112,7 @@ class SubwordTagger(PunctModel, abc.ABC):
         self.encoder_frozen = False
         self.state_cache = EncoderStateCache()
         self.set_encoder_frozen(self.freeze_epochs > 0)
-        loss = _checked(self.mcfg.get("loss"), LOSS_KEYS, "model.loss")
+        loss = checked_options(self.mcfg.get("loss"), LOSS_KEYS, "model.loss")
         self.register_buffer("pos_weight", _pos_weight(loss, featurizer, self.n_labels),
                              persistent=False)
 

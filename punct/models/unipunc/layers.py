@@ -30,7 +30,6 @@ cannot drown weak lexical states (e.g. a BiGRU's) at the start of training.
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import torch
 from torch import nn
@@ -42,16 +41,6 @@ BOOTSTRAPPER_KEYS = {"layers", "heads", "dropout", "time_encoding", "alignment_p
                      "layer_norm", "zero_init"}
 
 
-def checked(value: Any, allowed: set[str], where: str) -> dict[str, Any]:
-    """``value`` as a dict; unknown keys are errors naming ``where``."""
-    value = value or {}
-    if not isinstance(value, dict):
-        raise PunctInputError(f"{where} must be a mapping, got {value!r}")
-    unknown = set(value) - allowed
-    if unknown:
-        raise PunctInputError(f"unknown option(s) {sorted(unknown)} in {where}; "
-                              f"allowed: {sorted(allowed)}")
-    return dict(value)
 
 
 def sinusoid(positions: torch.Tensor, dim: int) -> torch.Tensor:

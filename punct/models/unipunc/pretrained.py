@@ -15,7 +15,7 @@ from typing import Any
 import torch
 
 from punct.errors import PunctInputError
-from punct.models.autopunct import AutopunctFeaturizer, AutopunctModel
+from punct.models.autopunct import AutopunctFeaturizer, AutopunctModel, checked_options
 from punct.models.unipunc.audio import (
     AudioFeaturizerMixin,
     AudioSpans,
@@ -26,7 +26,6 @@ from punct.models.unipunc.layers import (
     BOOTSTRAPPER_KEYS,
     AcousticAssistant,
     CoordinateBootstrapper,
-    checked,
 )
 
 UNIPUNC_MODEL_KEYS = {"lexical", "acoustic", "bootstrapper"}
@@ -47,8 +46,8 @@ def model_options(config: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any
                                                    dict[str, Any]]:
     """(acoustic, bootstrapper, the other model options) of a unipunc config."""
     mcfg = dict(config.get("model") or {})
-    acoustic = checked(mcfg.pop("acoustic", None), ACOUSTIC_KEYS, "model.acoustic")
-    boot = checked(mcfg.pop("bootstrapper", None), BOOTSTRAPPER_KEYS, "model.bootstrapper")
+    acoustic = checked_options(mcfg.pop("acoustic", None), ACOUSTIC_KEYS, "model.acoustic")
+    boot = checked_options(mcfg.pop("bootstrapper", None), BOOTSTRAPPER_KEYS, "model.bootstrapper")
     mcfg.pop("lexical", None)
     return acoustic, boot, mcfg
 
@@ -74,14 +73,4 @@ class UnipuncModel(AutopunctModel):
         keys = self.assistant(batch["audio"].to(emb.dtype), batch["audio_mask"],
                               batch["has_audio"], batch["audio_times"])
         x = self.bootstrapper(emb, batch["attention_mask"] > 0, keys, batch["token_times"])
-        punct_logits = self.punct_head(x)
-        probs = torch.sigmoid(punct_logits)
-        if self.detach_punct:
-            probs = probs.detach()
-        prev_pos = batch["prev_pos"]
-        has_prev = (prev_pos >= 0).unsqueeze(-1).to(probs.dtype)
-        index = prev_pos.clamp(min=0).unsqueeze(-1).expand(-1, -1, probs.shape[-1])
-        prev_probs = torch.gather(probs, 1, index) * has_prev
-        start = batch["utt_start"].unsqueeze(-1).to(probs.dtype)
-        cap_input = torch.cat([prev_probs, probs, start, emb.to(probs.dtype)], dim=-1)
-        return {"punct": punct_logits, "cap": self.cap_head(cap_input), "cap_input": cap_input}
+        return self.heads(x, emb, batch)
