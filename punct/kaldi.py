@@ -18,19 +18,65 @@ def c_sorted(keys: Iterable[str]) -> list[str]:
     return sorted(keys, key=lambda k: k.encode("utf-8"))
 
 
-def read_kv(path: str | Path, min_fields: int = 2) -> dict[str, str]:
+def read_kv(path: str | Path) -> dict[str, str]:
     """Read ``key value...`` lines; the value is the rest of the line after one space."""
+    return {key: value for key, (value, _) in read_kv_lines(path).items()}
+
+
+def read_kv_lines(path: str | Path, what: str = "<key> <value>") -> dict[str, tuple[str, int]]:
+    """``key -> (value, line number)`` of a key/value file (value: the rest of the line,
+    stripped): the one reader of Kaldi's key/value files. Empty lines, lines without a
+    value (``what`` describes a line) and duplicate keys are errors naming the line."""
     path = Path(path)
-    out: dict[str, str] = {}
+    out: dict[str, tuple[str, int]] = {}
     for lineno, line in enumerate(read_text_lines(path), start=1):
         if not line.strip():
             raise PunctInputError("empty line", path, lineno)
-        key, _, value = line.partition(" ")
-        if len(line.split()) < min_fields:
-            raise PunctInputError(f"expected at least {min_fields} fields", path, lineno)
+        key, _, value = line.strip().partition(" ")
+        if not value.strip():
+            raise PunctInputError(f"expected '{what}'", path, lineno)
         if key in out:
             raise PunctInputError(f"duplicate key {key!r}", path, lineno)
-        out[key] = value.strip()
+        out[key] = (value.strip(), lineno)
+    return out
+
+
+def read_wav_scp(path: str | Path) -> dict[str, tuple[str, int]]:
+    """``wav.scp``: recording -> (wav path or command ending in ``|``, line number)."""
+    return read_kv_lines(path, "<recording> <wav path or command |>")
+
+
+def read_segments(path: str | Path) -> dict[str, tuple[str, float, float, int]]:
+    """``segments``: utterance -> (recording, start, end, line number); a negative end
+    means "to the end of the recording" (Kaldi)."""
+    out: dict[str, tuple[str, float, float, int]] = {}
+    for utt, (value, lineno) in read_kv_lines(path, "<utt> <recording> <start> <end>").items():
+        fields = value.split()
+        if len(fields) != 3:
+            raise PunctInputError(f"expected '<utt> <recording> <start> <end>', found "
+                                  f"{len(fields) + 1} fields", path, lineno)
+        reco, s, e = fields
+        try:
+            start, end = float(s), float(e)
+        except ValueError:
+            raise PunctInputError(f"non-numeric times {s!r} {e!r}", path, lineno) from None
+        if start < 0 or (0 <= end <= start):
+            raise PunctInputError(f"bad segment times {s} {e}", path, lineno)
+        out[utt] = (reco, start, end, lineno)
+    return out
+
+
+def read_utt2lang(path: str | Path, missing_ok: bool = False) -> dict[str, str]:
+    """``utt2lang`` (``<utt_id> <lang>`` per line); empty when absent and ``missing_ok``."""
+    path = Path(path)
+    if missing_ok and not path.is_file():
+        return {}
+    out: dict[str, str] = {}
+    for utt, (value, lineno) in read_kv_lines(path, "<utt_id> <lang>").items():
+        if len(value.split()) != 1:
+            raise PunctInputError(f"expected '<utt_id> <lang>', found {value!r} after the id",
+                                  path, lineno)
+        out[utt] = value
     return out
 
 

@@ -102,13 +102,13 @@ class Token:
 APOSTROPHES = frozenset("'’‘ʼ")
 
 
-def _is_letter_or_digit(ch: str) -> bool:
+def is_letter_or_digit(ch: str) -> bool:
     return unicodedata.category(ch)[0] in "LNM"
 
 
-def _is_word_char(ch: str) -> bool:
+def is_word_char(ch: str) -> bool:
     """Letters, digits, combining marks and apostrophes (``'90s``, ``students'``)."""
-    return ch in APOSTROPHES or _is_letter_or_digit(ch)
+    return ch in APOSTROPHES or is_letter_or_digit(ch)
 
 
 def _describe(ch: str) -> str:
@@ -187,13 +187,13 @@ def parse_text(text: str, path: str | None = None, line: int | None = None) -> l
         start = text.index(raw, pos)
         pos = start + len(raw)
         i = 0
-        while i < len(raw) and not _is_word_char(raw[i]):
+        while i < len(raw) and not is_word_char(raw[i]):
             i += 1
         j = len(raw)
-        while j > i and not _is_word_char(raw[j - 1]):
+        while j > i and not is_word_char(raw[j - 1]):
             j -= 1
         lead, core, trail = raw[:i], raw[i:j], raw[j:]
-        if not any(_is_letter_or_digit(ch) for ch in core):
+        if not any(is_letter_or_digit(ch) for ch in core):
             lead, core, trail = raw, "", ""
         _check_marks(lead + trail, path, line, raw)
         if not core:
@@ -303,6 +303,10 @@ class LabelSet:
     name: str
     labels: tuple[str, ...]
     mapping: dict[str, str | None]
+    exclusive: bool = False
+    """At most one mark per word: trained with a softmax over O plus the marks, decoded by
+    argmax. Multi-label sets (a word may carry QUOTE and PERIOD) use one sigmoid per mark
+    and per-mark thresholds."""
 
     def map(self, punct: Sequence[str]) -> tuple[str, ...]:
         """Map canonical marks to this set, dropping unmapped ones and duplicates."""
@@ -311,15 +315,18 @@ class LabelSet:
             target = self.mapping[label]
             if target is not None and target not in out:
                 out.append(target)
+        if self.exclusive and len(out) > 1:  # keep the strongest: the last of ``labels``
+            out = [max(out, key=self.labels.index)]
         return tuple(out)
 
     def index(self, label: str) -> int:
         return self.labels.index(label)
 
 
-def _label_set(name: str, labels: tuple[str, ...], mapping: dict[str, str | None]) -> LabelSet:
+def _label_set(name: str, labels: tuple[str, ...], mapping: dict[str, str | None],
+               exclusive: bool = False) -> LabelSet:
     full = {label: mapping.get(label) for label in PUNCT_LABELS}
-    return LabelSet(name, labels, full)
+    return LabelSet(name, labels, full, exclusive)
 
 
 LABEL_SETS: dict[str, LabelSet] = {
@@ -338,6 +345,7 @@ LABEL_SETS: dict[str, LabelSet] = {
             "DASH": "COMMA",
             "ELLIPSIS": "PERIOD",
         },
+        exclusive=True,
     ),
     # Moró & Szaszák: comma and period only (? ! ; ... count as sentence ends).
     "moro2": _label_set(
@@ -353,12 +361,32 @@ LABEL_SETS: dict[str, LabelSet] = {
             "EXCLAMATION": "PERIOD",
             "ELLIPSIS": "PERIOD",
         },
+        exclusive=True,
+    ),
+    # Nagy et al. 2021 (Hungarian, section 3.1): ! ; -> PERIOD, : and quotation marks ->
+    # COMMA, a spaced dash -> COMMA; other marks (ellipsis, dashes glued to a word) are
+    # dropped. Deviation: an opening quote attaches to the following word here, so it
+    # is dropped (Nagy's token stream gives the preceding word a COMMA).
+    "nagy4": _label_set(
+        "nagy4",
+        ("COMMA", "PERIOD", "QUESTION"),
+        {
+            "COMMA": "COMMA",
+            "PERIOD": "PERIOD",
+            "QUESTION": "QUESTION",
+            "EXCLAMATION": "PERIOD",
+            "SEMICOLON": "PERIOD",
+            "COLON": "COMMA",
+            "QUOTE": "COMMA",
+            "DASH": "COMMA",
+        },
+        exclusive=True,
     ),
 }
 
 
 def get_label_set(name: str) -> LabelSet:
-    """The label set called ``name`` (full13, iwslt4, moro2)."""
+    """The label set called ``name`` (full13, iwslt4, moro2, nagy4)."""
     if name not in LABEL_SETS:
         raise KeyError(f"unknown label set {name!r} (known: {', '.join(LABEL_SETS)})")
     return LABEL_SETS[name]

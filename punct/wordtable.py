@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from punct.errors import PunctInputError
+from punct.errors import MissingDataError, PunctInputError
 from punct.labels import CAP_LABELS, Token, parse_text, punct_from_str, punct_to_str, render
 
 COLUMNS: tuple[str, ...] = (
@@ -75,7 +75,7 @@ def _parse_time(text: str, path: Path, line: int, column: str) -> float | None:
     return value
 
 
-def _format_row(row: WordRow) -> str:
+def format_row(row: WordRow) -> str:
     for field in (row.utt_id, row.word, row.form):
         if "\t" in field or "\n" in field or field == "":
             raise ValueError(f"word table field {field!r} of {row.utt_id} is empty or has a tab")
@@ -96,7 +96,7 @@ def write_word_table(path: str | Path, utts: Mapping[str, Sequence[WordRow]]) ->
             for i, row in enumerate(rows):
                 if row.utt_id != utt_id or row.idx != i:
                     raise ValueError(f"row {row} is not word {i} of utterance {utt_id}")
-                out.write(_format_row(row) + "\n")
+                out.write(format_row(row) + "\n")
     os.replace(tmp, path)
 
 
@@ -105,8 +105,6 @@ def read_text_lines(path: str | Path) -> list[str]:
     and byte offset."""
     path = Path(path)
     if not path.is_file():
-        from punct.errors import MissingDataError
-
         raise MissingDataError("file not found", path)
     data = path.read_bytes()
     try:

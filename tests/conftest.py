@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pytest
 import torch
-
-from punct.models.encoders import build_tiny_bert
+from helpers.tinybert import build_tiny_bert
 
 # Test modules whose tiny models run far faster on one thread (no OpenMP contention
 # on a busy 2-core machine).

@@ -16,6 +16,7 @@ from punct.align.evaluate import evaluate
 from punct.align.textgrid import read_textgrid, textgrid_silences, textgrid_words
 from punct.align.vad_aligner import align_words, predicted_syllables
 from punct.bin import align as align_cli
+from punct.data.timed import END_OF_DOCUMENT_PAUSE
 from punct.wordtable import read_word_table, rows_from_text, write_word_table
 
 MFA = Path("/work/shared/data/mfa_english_word_alignments")
@@ -205,8 +206,11 @@ def test_cli_textgrid_jobs_merge_and_eval(tmp_path, capsys):
     assert [(r.word, r.form, r.punct, r.cap) for r in rows] == \
         [(r.word, r.form, r.punct, r.cap) for r in before["cold_corpus"]]
     grid = read_textgrid(MFA / "cold_corpus.TextGrid")
-    gaps = sorted(round(s.end - s.start, 3) for s in textgrid_silences(grid)[1:])
-    assert sorted(round(r.pause_after, 3) for r in rows if r.pause_after > 0) == gaps
+    silences = textgrid_silences(grid)
+    assert silences[-1].end == grid.xmax  # the trailing silence: not a pause inside
+    gaps = sorted(round(s.end - s.start, 3) for s in silences[1:-1])
+    assert sorted(round(r.pause_after, 3) for r in rows[:-1] if r.pause_after > 0) == gaps
+    assert rows[-1].pause_after == END_OF_DOCUMENT_PAUSE
     assert list(read_ctm(out / "ctm")) == ["acoustic_corpus", "cold_corpus"]
 
 
@@ -217,7 +221,7 @@ def test_cli_vad_with_segments_resume_and_eval(tmp_path, capsys):
     ref = _ref_dir(tmp_path)
     # a crashed earlier run left one finished utterance and half of another
     out.mkdir()
-    from punct.align.ctm import ctm_lines
+    from punct.data.ctm import ctm_lines
 
     earlier = [w for w in textgrid_words(MFA / "cold_corpus.TextGrid") if w.end <= 19.0]
     (out / ".done.1").write_text("cold-a\n")

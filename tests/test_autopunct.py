@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import torch
 import yaml
+from helpers.tinybert import build_tiny_bert
 
 from punct.errors import PunctInputError
 from punct.labels import CAP_LABELS, get_label_set
@@ -20,7 +21,7 @@ from punct.models.autopunct import (
     make_model,
 )
 from punct.models.base import Registry, WordSeq
-from punct.models.encoders import build_tiny_bert, load_encoder
+from punct.models.encoders import load_encoder
 from punct.models.silence import (
     ContinuousSilence,
     DiscreteSilence,
@@ -399,8 +400,8 @@ def test_pos_weight_auto(tiny_dir: Path) -> None:
     n = feat.n_words
     periods = int(sum(s.punct[:, PERIOD].sum() for s in data))
     expected = min(5.0, math.sqrt((n - periods) / periods))
-    assert model.pos_weight[PERIOD].item() == pytest.approx(expected, rel=1e-5)
-    assert model.pos_weight[LABELS.index("OPEN_EXCL")].item() == pytest.approx(5.0)
+    assert model.objective.weight[PERIOD].item() == pytest.approx(expected, rel=1e-5)
+    assert model.objective.weight[LABELS.index("OPEN_EXCL")].item() == pytest.approx(5.0)
     with pytest.raises(PunctInputError):
         make_model(cfg, make_featurizer(cfg))  # not fitted
     with pytest.raises(PunctInputError):

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from tiny import save_untrained
+from helpers.tiny import save_untrained
+from helpers.tinybert import build_tiny_bert
 
 from punct.bin import benchmark as bench_cli
 from punct.data.sequences import table_to_seqs
@@ -21,7 +22,6 @@ from punct.infer.hf_adapter import (
     word_start_table,
 )
 from punct.labels import get_label_set
-from punct.models.encoders import build_tiny_bert
 from punct.wordtable import WordRow, write_word_table
 
 IWSLT = get_label_set("iwslt4")
@@ -94,11 +94,13 @@ def test_pipeline_runs_the_same_weights_as_the_engine(tiny: tuple[Path, Path]) -
     _, seqs = load_data_dir(tiny[1], IWSLT)
     short = [s for s in seqs if s.utt_id != "long"]  # 9 one-piece words: one window each
     pred = predict_words(exp.model, exp.featurizer, short, 16, 16, batch_size=4)
-    marks, caps = decide(pred, short, IWSLT.labels)
+    marks, caps = decide(pred, short, IWSLT.labels, exclusive=True)  # iwslt4: argmax
     assert marks.any() and (~marks).any()  # the random model makes both decisions
+    assert (marks.sum(axis=1) <= 1).all()
     pipe, wrapper = make_pipeline(exp.model, exp.featurizer, IWSLT, max_length=16)
     p_marks, p_caps = pipeline_decode(pipe, short, IWSLT.labels, overlap=0, batch_size=2)
     np.testing.assert_array_equal(p_marks, keep_best_mark(marks, pred.punct))
+    np.testing.assert_array_equal(p_marks, marks)
     np.testing.assert_array_equal(p_caps, caps)
     assert wrapper.calls == 3 and wrapper.overhead_seconds > 0  # 6 short texts, 2 per batch
 

@@ -8,9 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from tiny import MARKS, VOCAB, P, seq
+from helpers.tiny import MARKS, VOCAB, P, seq
 from torch import nn
 
+from punct.config import DEFAULTS, deep_merge, load_config
 from punct.errors import PunctInputError
 from punct.infer.decode import predict_words
 from punct.models.base import Registry
@@ -21,7 +22,6 @@ from punct.models.courtland import (
     make_model,
 )
 from punct.models.encoders import load_encoder
-from punct.train.config import DEFAULTS, deep_merge, load_config
 from punct.train.lookahead import LookAhead
 from punct.train.optim import build_optimizer
 from punct.train.trainer import train_experiment
@@ -99,7 +99,8 @@ def test_head_geometry_shapes_and_padding_independence(tiny_dir: Path) -> None:
     batch = feat.collate(feat.windows([seq("the zebra yes".split()), seq(["huh"])], WINDOW, 8))
     pred = model.predict(batch)
     assert pred.punct.shape == (2, WINDOW, P) and pred.cap is None
-    assert torch.allclose(pred.punct, torch.sigmoid(pred.extra["punct_logits"]))
+    with_o = nn.functional.pad(pred.extra["punct_logits"], (1, 0))  # iwslt4: softmax
+    assert torch.allclose(pred.punct, torch.softmax(with_o, dim=-1)[..., 1:])
     # whatever sits in the padded positions (masked for attention) changes nothing
     noisy = dict(batch, input_ids=batch["input_ids"].clone())
     pad = batch["attention_mask"] == 0
@@ -117,8 +118,10 @@ def test_window_layer_bias_starts_at_mark_log_odds(tiny_dir: Path) -> None:
                        torch.zeros(WINDOW * P))  # not fitted: no prior
     feat.fit([seq("the yes we go".split()), seq("it is huh yes".split())])  # 8 words
     bias = make_model(config(tiny_dir), feat).window_layer.bias.view(WINDOW, P)
-    # COMMA 2/8 -> log(1/3); PERIOD 0/8 -> clipped to 1e-4; QUESTION 1/8 -> log(1/7)
-    expected = torch.tensor([np.log(1 / 3), np.log(1e-4 / (1 - 1e-4)), np.log(1 / 7)])
+    # iwslt4 is exclusive: log(rate / rate of O); COMMA 2/8, PERIOD 0/8 -> clipped to 1e-4,
+    # QUESTION 1/8, O 5/8 (less the clipped PERIOD)
+    rates = np.array([2 / 8, 1e-4, 1 / 8])
+    expected = torch.tensor(np.log(rates) - np.log(1 - rates.sum()))
     assert torch.allclose(bias, expected.float().expand(WINDOW, P), atol=1e-5)
 
 
@@ -131,8 +134,9 @@ def test_loss_only_on_word_slots(tiny_dir: Path) -> None:
     with torch.no_grad():
         loss = model.loss(batch)
         logits = model(batch)
-        manual = nn.functional.binary_cross_entropy_with_logits(
-            logits[slots], batch["punct"][slots])
+        target = batch["punct"][slots]  # iwslt4: one class of [O, marks] per slot
+        index = torch.where(target.sum(-1) > 0, target.argmax(-1) + 1, 0)
+        manual = nn.functional.cross_entropy(nn.functional.pad(logits[slots], (1, 0)), index)
         assert loss.item() == pytest.approx(manual.item(), rel=1e-6)
         noisy = dict(batch, punct=batch["punct"].clone())
         noisy["punct"][~slots] = 1.0
@@ -194,7 +198,8 @@ def test_shipped_configs(tiny_dir: Path) -> None:
     assert paper["train"]["optimizer"]["lr"] == 1e-5 and paper["train"]["window"] == 100
     tiny = resolved("conf/model/tiny/courtland.yaml")
     for cfg in (cpu, paper, tiny):  # every key is accepted (tiny encoder, small window)
-        cfg = deep_merge(cfg, {"label_set": "iwslt4", "model": {"hidden": 4},
+        cfg = deep_merge(cfg, {"label_set": "iwslt4", "model": {"hidden": 4, "loss": {
+                                   "pos_weight": None, "class_weight": "auto"}},
                                "featurizer": {"encoder": str(tiny_dir), "prefix_space": False},
                                "train": {"window": WINDOW}, "decode": {"window": WINDOW}})
         feat = make_featurizer(cfg)

@@ -12,7 +12,9 @@ import pytest
 import torch
 
 from punct.bin import decode as decode_cli
+from punct.config import resolve_config
 from punct.data.sequences import load_data_dir, table_to_seqs
+from punct.data.windows import batched, coverage, window_spans
 from punct.infer.aggregate import Aggregator
 from punct.infer.decode import (
     decide,
@@ -21,10 +23,8 @@ from punct.infer.decode import (
     predict_words,
     rule_caps,
 )
-from punct.infer.windows import batched, coverage, window_spans
 from punct.labels import get_label_set
 from punct.models.base import Featurizer, Prediction, PunctModel, Window, WordSeq
-from punct.train.config import resolve_config
 from punct.train.trainer import train_experiment
 from punct.wordtable import WordRow, read_word_table, write_word_table
 
@@ -270,7 +270,7 @@ def test_decode_cli_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
 
 
 def test_stride_for_maps_predictions_per_token_to_stride() -> None:
-    from punct.infer.windows import stride_for
+    from punct.data.windows import stride_for
 
     assert [stride_for(96, n) for n in (1, 2, 3, 6, 9)] == [96, 48, 32, 16, 10]
     assert stride_for(5, 5) == 1

@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 import torch
 import torch.multiprocessing as mp
-from test_trainer import TINY, make_set
+from helpers.tinybert import build_tiny_bert
+from helpers.trainset import TINY, make_set
 
+from punct.config import resolve_config
 from punct.models.brnn import IGNORE, SlotModel
-from punct.models.encoders import build_tiny_bert
-from punct.train.config import resolve_config
 from punct.train.distributed import (
     Dist,
     DistEnv,

@@ -15,6 +15,7 @@ import pytest
 import soundfile as sf
 
 from punct.bin import synth_mini
+from punct.data.ctm import ctm_lines
 from punct.errors import PunctInputError
 from punct.labels import parse_text
 from punct.synth.espeak import SAMPLE_RATE, EspeakError, SynthEvent, SynthResult, get_engine
@@ -22,7 +23,6 @@ from punct.synth.mini import (
     OUT_RATE,
     VOICE_SETTINGS,
     UttPlan,
-    ctm_lines,
     espeak_text,
     pause_intervals,
     synthesize_utterance,
@@ -247,7 +247,7 @@ def test_ctm_lines_format() -> None:
     lines = ctm_lines("en1-t", utt.words)
     assert len(lines) == 2
     for line in lines:
-        assert re.fullmatch(r"en1-t 1 \d+\.\d{3} \d+\.\d{3} \S+", line), line
+        assert re.fullmatch(r"en1-t 1 \d+\.\d{3} \d+\.\d{3} \S+\n", line), line
 
 
 CORPUS = {
@@ -268,7 +268,9 @@ def corpus_dir(tmp_path: Path) -> Path:
 
 
 def snapshot(out: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
+    """The utterance files under ``out`` (style.json, the run's speech style, left out)."""
+    return {str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob("*"))
+            if p.is_file() and p.name != "style.json"}
 
 
 def test_cli_outputs_determinism_jobs_and_resume(
@@ -299,7 +301,11 @@ def test_cli_outputs_determinism_jobs_and_resume(
         ]
         assert synth_mini.main(argv) == 0
     assert "synthesised 3 utterances" in capsys.readouterr().out.splitlines()[-1]
-    assert snapshot(out_b) == files_a
+    files_b = snapshot(out_b)
+    # the jobs read (and the first one wrote) their splits: every 2nd utterance
+    assert files_b.pop("split2/1/ids") == b"en1-e1\nen1-e3\nhu1-h1\n"
+    assert files_b.pop("split2/2/ids") == b"en2-e2\nes1-s1\n"
+    assert files_b == files_a
 
     info = sf.info(str(out_a / "wav" / "en1-e1.wav"))
     assert (info.samplerate, info.channels, info.subtype) == (16000, 1, "PCM_16")

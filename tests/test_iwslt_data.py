@@ -193,8 +193,9 @@ def test_real_xml_matches_che_labels_under_iwslt4() -> None:
     assert len(words) == 12625  # Che: 12626 (a stray "/seg" token)
     iwslt4 = get_label_set("iwslt4")
     mapped = label_counts([w.__class__(w.form, iwslt4.map(w.punct), w.line) for w in words])
-    # 10943 words without a mark: two words carry two (e.g. "D.C.," -> PERIOD and COMMA).
-    assert mapped == {"O": 10943, "COMMA": 830, "PERIOD": 808, "QUESTION": 46}
+    # 10943 words without a mark; iwslt4 is exclusive: the two words with two marks keep
+    # the stronger one (e.g. "D.C.," -> PERIOD, not PERIOD and COMMA).
+    assert mapped == {"O": 10943, "COMMA": 828, "PERIOD": 808, "QUESTION": 46}
 
 
 # ---------------------------------------------------------------- stage 1
@@ -249,6 +250,29 @@ def test_prepare_uses_train2012_and_limits(tmp_path: Path) -> None:
     assert sum(map(len, read_word_table(data / "dev" / "words.tsv").values())) == 6
     assert sum(map(len, read_word_table(data / "test2011" / "words.tsv").values())) == 2
     assert sum(map(len, read_word_table(data / "test2011_full" / "words.tsv").values())) == 2
+
+
+def test_prepare_asr_condition_when_present(tmp_path: Path) -> None:
+    """test2011asr (Che's ASR-output version of test2011, same TSV) gets its own data dir,
+    scored like test2011; without it nothing is written."""
+    db = tiny_db(tmp_path / "db")
+    data = tmp_path / "data"
+    assert prepare_iwslt.main(["--db-dir", str(db), "--data-dir", str(data), "--doc-words", "5",
+                               "--valid-blocks", "2"]) == 0
+    assert not (data / "test2011asr").exists()
+    # ASR output: a recognition error ("see" for "c") and a deleted word, CRLF as Che's
+    write(db / "che_original" / "test2011asr", b"a\tO\r\nb\tCOMMA\r\nsee\tQUESTION\r\n"
+          b"d\tO\r\ne\tPERIOD\r\n")
+    assert prepare_iwslt.main(["--db-dir", str(db), "--data-dir", str(data), "--doc-words", "5",
+                               "--valid-blocks", "2"]) == 0
+    asr = read_word_table(data / "test2011asr" / "words.tsv")
+    rows = [r for utt in asr.values() for r in utt]
+    assert [(r.word, r.punct) for r in rows] == [
+        ("a", ()), ("b", ("COMMA",)), ("see", ("QUESTION",)), ("d", ()), ("e", ("PERIOD",))]
+    assert (data / "test2011asr" / "score_label_set").read_text().strip() == "iwslt4"
+    assert validate_data_dir(data / "test2011asr")["utterances"] == 1
+    info = json.loads((data / "test2011asr" / "prep.json").read_text())
+    assert info["label_counts"] == {"O": 2, "COMMA": 1, "QUESTION": 1, "PERIOD": 1}
 
 
 def test_prepare_missing_and_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:

@@ -7,6 +7,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pytest
 
 from punct.bin import report
@@ -115,8 +116,18 @@ def test_report_cli_writes_the_layouts(tmp_path: Path) -> None:
     path.write_text(json.dumps(doc), encoding="utf-8")
     out = tmp_path / "results"
     rc = report.main(["--scores", str(path), "--out-dir", str(out), "--layouts",
-                      "courtland,nagy", "--published", "none", "--no-plots"])
+                      "courtland,nagy", "--no-plots"])
     assert rc == 0
     md = (out / "courtland_table1.md").read_text()
     assert "| ours " in md and "RoBERTa base" in md
+    assert "published:" in (out / "nagy_table4.md").read_text()
     assert (out / "nagy_table4.csv").is_file()
+    # --published none leaves the published rows out of every layout
+    bare = tmp_path / "bare"
+    assert report.main(["--scores", str(path), "--out-dir", str(bare), "--layouts",
+                        "courtland,nagy", "--published", "none", "--no-plots"]) == 0
+    for name in ("courtland_table1", "courtland_table2", "nagy_table4"):
+        sources = pd.read_csv(bare / f"{name}.csv")["Source"].astype(str)
+        assert not sources.str.startswith("published").any(), name
+        assert "Published rows left out" in (bare / f"{name}.md").read_text()
+    assert "| ours " in (bare / "courtland_table1.md").read_text()

@@ -12,9 +12,15 @@ import pytest
 
 from punct.errors import MissingDataError, PunctInputError
 from punct.launch.backend import Placement, get_backend
-from punct.launch.jobs import Job, LaunchError, Resources, expand_jobs, parse_job_range
+from punct.launch.jobs import (
+    Job,
+    JobsCancelled,
+    LaunchError,
+    Resources,
+    expand_jobs,
+    parse_job_range,
+)
 from punct.launch.logformat import log_exit_code, log_footer, log_header
-from punct.launch.scheduler import JobsCancelled
 from punct.launch.slurm import (
     SlurmBackend,
     TaskState,

@@ -8,14 +8,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from tiny import MARKS, VOCAB, P, seq
+from helpers.tiny import MARKS, VOCAB, P, seq
 from torch import nn
 
+from punct.config import load_config, resolve_config
 from punct.infer.decode import load_experiment, predict_words
 from punct.models.autopunct import AutopunctFeaturizer
 from punct.models.base import Registry
 from punct.models.nagy import NagyModel, make_featurizer, make_model
-from punct.train.config import load_config, resolve_config
 from punct.train.optim import build_optimizer
 from punct.train.trainer import train_experiment
 from punct.wordtable import WordRow, write_word_table
@@ -78,7 +78,10 @@ def test_head_geometry_and_shapes(tiny_dir: Path) -> None:
     model.eval()
     pred = model.predict(batch)
     assert pred.punct.shape == (2, 9, P) and pred.cap is None
-    assert torch.allclose(pred.punct, torch.sigmoid(pred.extra["punct_logits"]))
+    # iwslt4 is exclusive: a softmax over O (logit 0) and the marks
+    with_o = nn.functional.pad(pred.extra["punct_logits"], (1, 0))
+    assert torch.allclose(pred.punct, torch.softmax(with_o, dim=-1)[..., 1:])
+    assert bool((pred.punct.sum(dim=-1) < 1).all())
     assert model.loss(batch).ndim == 0
 
 
@@ -90,7 +93,9 @@ def test_loss_only_on_last_piece_slots(tiny_dir: Path) -> None:
     with torch.no_grad():
         loss = model.loss(batch)
         logits = model(batch)
-    manual = nn.functional.binary_cross_entropy_with_logits(logits[slots], batch["punct"][slots])
+    target = batch["punct"][slots]
+    index = torch.where(target.sum(-1) > 0, target.argmax(-1) + 1, 0)
+    manual = nn.functional.cross_entropy(nn.functional.pad(logits[slots], (1, 0)), index)
     assert loss.item() == pytest.approx(manual.item(), rel=1e-6)
     noisy = dict(batch, punct=batch["punct"].clone())
     noisy["punct"][~slots] = 1.0  # targets off the slots must not matter
@@ -99,8 +104,14 @@ def test_loss_only_on_last_piece_slots(tiny_dir: Path) -> None:
     moved = dict(batch, punct=batch["punct"].clone())
     moved["punct"][0, 8, 2] = 1.0  # first piece of huh is not a slot
     moved["punct"][0, 10, 2] = 0.0  # its last piece is
+    moved_target = moved["punct"][slots]
+    moved_index = torch.where(moved_target.sum(-1) > 0, moved_target.argmax(-1) + 1, 0)
+    assert moved_index.tolist() != index.tolist()
     with torch.no_grad():
-        assert model.loss(moved).item() != pytest.approx(loss.item(), rel=1e-3)
+        moved_loss = model.loss(moved).item()
+    expected = nn.functional.cross_entropy(nn.functional.pad(logits[slots], (1, 0)), moved_index)
+    assert moved_loss == pytest.approx(expected.item(), rel=1e-6)
+    assert abs(moved_loss - loss.item()) > 1e-5
 
 
 def test_learning_rates_per_group(tiny_dir: Path) -> None:
@@ -126,7 +137,8 @@ def test_shipped_configs(tiny_dir: Path) -> None:
     tiny = load_config(ROOT / "conf/model/tiny/nagy.yaml")
     for cfg in (cpu, paper, tiny):  # every model key is accepted (tiny encoder swapped in)
         cfg = dict(cfg, label_set="iwslt4", featurizer=dict(
-            cfg["featurizer"], encoder=str(tiny_dir), prefix_space=False))
+            cfg["featurizer"], encoder=str(tiny_dir), prefix_space=False),
+            model=dict(cfg["model"], loss={"class_weight": "auto"}))
         feat = make_featurizer(cfg)
         feat.fit([seq("the yes huh".split())])
         assert isinstance(make_model(cfg, feat), NagyModel)

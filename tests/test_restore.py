@@ -9,24 +9,20 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
 import yaml
-from tiny import save_untrained
+from helpers.rules import IWSLT, RuleModel, WordFeaturizer
+from helpers.tiny import save_untrained
+from helpers.tinybert import build_tiny_bert
 
 from punct.bin import restore as restore_cli
+from punct.data.timed import END_OF_DOCUMENT_PAUSE
 from punct.errors import PunctInputError
 from punct.infer.decode import DecodeSettings, decide, predict_words
 from punct.infer.inputs import read_ctm, read_jsonl, read_text, read_textgrid_doc
 from punct.infer.outputs import write_segments
 from punct.infer.stream import Document, InputWord, Restorer, Segment
-from punct.labels import get_label_set
-from punct.models.base import Featurizer, Prediction, PunctModel, Window, WordSeq
-from punct.models.encoders import build_tiny_bert
+from punct.models.base import WordSeq
 from punct.wordtable import WordRow, read_word_table
-
-IWSLT = get_label_set("iwslt4")
-COMMA, PERIOD = IWSLT.index("COMMA"), IWSLT.index("PERIOD")
-
 
 # ----------------------------------------------------------------------------- readers
 
@@ -50,21 +46,24 @@ def test_ctm_reader_groups_recordings_and_computes_pauses() -> None:
     ctm = ("r1 1 0.00 0.50 Hello\n"
            "r1 1 0.60 0.40 <sil>\n"
            "r1 1 1.20 0.30 world.\n"
-           "r1 1 1.40 0.20 again\n"  # overlaps the previous word: pause clipped to 0
+           "r1 1 1.5005 0.20 again\n"  # overlaps the previous word by 0.5 ms: clipped to 0
            "r2 A 0.10 0.20 yes\n")
     docs = _docs(read_ctm, ctm)
     assert [d[0] for d in docs] == ["r1", "r2"]
     r1 = docs[0][1]
     assert [w.word for w in r1] == ["hello", "world", "again"]
-    assert r1[0].pause_after == pytest.approx(0.7) and r1[1].pause_after == 0.0
-    assert r1[2].pause_after is None and r1[1].start == 1.2 and r1[1].end == pytest.approx(1.5)
-    assert docs[1][1] == [InputWord("yes", 0.1, pytest.approx(0.3), None)]
+    assert r1[0].pause_after == 0.7 and r1[1].pause_after == 0.0
+    # the last word of a document: the end-of-document pause, as in training
+    assert r1[2].pause_after == END_OF_DOCUMENT_PAUSE
+    assert r1[1].start == 1.2 and r1[1].end == 1.5
+    assert docs[1][1] == [InputWord("yes", 0.1, 0.3, END_OF_DOCUMENT_PAUSE)]
 
 
 @pytest.mark.parametrize(("ctm", "line", "msg"), [
     ("r1 1 0 0.5\n", 1, "expected 5 or 6 fields"),
     ("r1 1 0 0.5 a\nr1 1 x 0.5 b\n", 2, "not a number"),
     ("r1 1 1.0 0.5 a\nr1 1 0.5 0.2 b\n", 2, "not in time order"),
+    ("r1 1 1.0 0.5 a\nr1 1 1.4 0.2 b\n", 2, "recording r1: word 2 'b' .* 100.0 ms before word 1"),
     ("r1 1 0 0.5 a\nr2 1 0 0.5 b\nr1 1 1 0.5 c\n", 3, "appears again"),
 ])
 def test_ctm_reader_errors_name_the_line(ctm: str, line: int, msg: str) -> None:
@@ -94,7 +93,8 @@ def test_textgrid_reader_trailing_silence(tmp_path: Path) -> None:
                     '1.0\n2.0\n"there"\n2.0\n3\n""\n', encoding="utf-8")
     doc = read_textgrid_doc(grid)
     assert doc.doc_id == "talk1"
-    assert list(doc.words) == [InputWord("hi", 0.0, 0.5, 0.5), InputWord("there", 1.0, 2.0, 1.0)]
+    assert list(doc.words) == [InputWord("hi", 0.0, 0.5, 0.5),
+                               InputWord("there", 1.0, 2.0, END_OF_DOCUMENT_PAUSE)]
 
 
 def test_jsonl_reader_text_and_timed_words() -> None:
@@ -105,7 +105,8 @@ def test_jsonl_reader_text_and_timed_words() -> None:
             '{"id": 7, "words": ["x", "y"]}\n')
     docs = _docs(read_jsonl, text)
     assert [(d[0], d[2]) for d in docs] == [("a", "en"), ("in:3", None), ("7", None)]
-    assert docs[1][1][0] == InputWord("one", 0.0, 0.4, pytest.approx(0.6))
+    assert docs[1][1] == [InputWord("one", 0.0, 0.4, 0.6),
+                          InputWord("two", 1.0, 1.2, END_OF_DOCUMENT_PAUSE)]
     assert [w.word for w in docs[2][1]] == ["x", "y"]
     for bad, msg in [("[1]", "JSON object"), ("{", "invalid JSON"),
                      ('{"words": [{"word": "a"}]}', "start"), ('{"id": 1}', "'text'")]:
@@ -114,55 +115,6 @@ def test_jsonl_reader_text_and_timed_words() -> None:
 
 
 # ----------------------------------------------------------------------------- engine
-
-
-class WordFeaturizer(Featurizer):
-    """Word-level windows; feature = hash-free word code: 1 for 'stop', 2 for 'then'."""
-
-    def fit(self, train: list[WordSeq]) -> None:
-        pass
-
-    def windows(self, seqs: list[WordSeq], window: int, stride: int) -> list[Window]:
-        from punct.infer.windows import window_spans
-
-        out = []
-        for s in seqs:
-            for a, b in window_spans(len(s), window, stride):
-                code = [1.0 if w == "stop" else 2.0 if w == "then" else 0.0
-                        for w in s.words[a:b]]
-                out.append({"word_ids": np.arange(s.offset + a, s.offset + b),
-                            "code": np.array(code, dtype=np.float32),
-                            "pause": np.nan_to_num(s.pauses[a:b], nan=0.0).astype(np.float32)})
-        return out
-
-    def collate(self, windows: list[Window]) -> dict[str, torch.Tensor]:
-        t = max(len(w["word_ids"]) for w in windows)
-        batch = {"word_ids": torch.full((len(windows), t), -1, dtype=torch.long),
-                 "code": torch.zeros(len(windows), t), "pause": torch.zeros(len(windows), t)}
-        for i, w in enumerate(windows):
-            for key in batch:
-                batch[key][i, :len(w[key])] = torch.from_numpy(w[key])
-        return batch
-
-    def save(self, directory: Path) -> None:
-        pass
-
-    @classmethod
-    def load(cls, directory: Path, config: dict) -> Featurizer:
-        return cls()
-
-
-class RuleModel(PunctModel):
-    """PERIOD after 'stop', COMMA before a pause > 0.5 s; no casing (rule casing)."""
-
-    def loss(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
-        return torch.zeros(())
-
-    def predict(self, batch: dict[str, torch.Tensor]) -> Prediction:
-        punct = torch.full((*batch["code"].shape, 3), 0.1)
-        punct[..., PERIOD] = torch.where(batch["code"] == 1, 0.9, 0.1)
-        punct[..., COMMA] = torch.where(batch["pause"] > 0.5, 0.8, 0.1)
-        return Prediction(punct)
 
 
 SETTINGS = DecodeSettings(window=4, stride=2, batch_size=3, aggregate="mean", bf16=False,
@@ -315,7 +267,7 @@ def test_restore_cli_ctm_gives_pauses_and_blocks(tiny_exp: Path, tmp_path: Path)
     rec = json.loads(whole.read_text(encoding="utf-8"))
     assert rec["id"] == "rec1" and len(rec["words"]) == 40
     assert rec["words"][0]["pause_after"] == pytest.approx(0.2)
-    assert rec["words"][-1]["pause_after"] is None
+    assert rec["words"][-1]["pause_after"] == END_OF_DOCUMENT_PAUSE
     in_blocks = json.loads(blocks.read_text(encoding="utf-8"))
     assert in_blocks["id"] == "rec1"
     keys = ("word", "start", "end", "pause_after")

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
-from test_trainer import TINY, make_set
+from helpers.trainset import TINY, make_set
 
 from punct.bin import train as train_cli
 from punct.errors import MissingDataError
@@ -263,10 +263,11 @@ def test_sigterm_to_two_local_ranks_then_resume(data: Path, tmp_path: Path) -> N
 @pytest.mark.parametrize("train_layers", [-1, 0])  # fine-tuned encoder / frozen and cached
 def test_autopunct_resume_is_identical(data: Path, tmp_path: Path, train_layers: int,
                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    from helpers.tinybert import build_tiny_bert
+
+    from punct.config import resolve_config
     from punct.models.autopunct import AutopunctModel
-    from punct.models.encoders import build_tiny_bert
     from punct.train.checkpoint import TrainingPreempted
-    from punct.train.config import resolve_config
     from punct.train.trainer import train_experiment
 
     words = [*(f"w{i}" for i in range(15)), "yes", "stop", "huh", "hola"]

@@ -9,8 +9,9 @@ import pytest
 
 from punct.bin import score as score_cli
 from punct.errors import PunctInputError
+from punct.kaldi import read_utt2lang
 from punct.labels import apply_cap, get_label_set
-from punct.score.metrics import check_aligned, read_utt2lang, score_tables
+from punct.score.metrics import check_aligned, score_tables
 from punct.wordtable import WordRow, read_word_table, write_word_table
 
 

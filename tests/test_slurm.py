@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 import torch
+from helpers.testcluster import TestCluster, missing_programs, start_cluster, stop_cluster
 
 from punct.launch.logformat import log_exit_code
-from punct.launch.testcluster import TestCluster, missing_programs, start_cluster, stop_cluster
 from punct.wordtable import rows_from_text, write_word_table
 
 REPO = Path(__file__).resolve().parents[1]

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from tiny import save_untrained
+from helpers.tiny import save_untrained
+from helpers.tinybert import build_tiny_bert
 
 from punct.bin import sweep as sweep_cli
-from punct.models.encoders import build_tiny_bert
 from punct.wordtable import WordRow, write_word_table
 
 

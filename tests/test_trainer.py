@@ -4,58 +4,21 @@ the train CLI and the dump stage."""
 from __future__ import annotations
 
 import json
-import random
 from pathlib import Path
 
 import pytest
 import torch
 import yaml
+from helpers.trainset import TINY, make_set
 
 from punct.bin import dump as dump_cli
 from punct.bin import train as train_cli
+from punct.config import apply_overrides, load_config, resolve_config
 from punct.errors import MissingDataError, PunctInputError
-from punct.train.config import apply_overrides, load_config, resolve_config
 from punct.train.env import set_num_threads
 from punct.train.optim import make_optimizer, warmup_factor
-from punct.train.trainer import local_micro_f1, train_experiment
+from punct.train.trainer import train_experiment
 from punct.wordtable import WordRow, write_word_table
-
-FILLERS = [f"w{i}" for i in range(15)]
-
-
-def make_set(path: Path, n: int, seed: int) -> None:
-    """Learnable labels: yes -> COMMA, stop -> PERIOD, huh -> QUESTION, OPEN_EXCL before
-    hola, PERIOD at the end; long pauses after sentence ends."""
-    rng = random.Random(seed)
-    utts = {}
-    for u in range(n):
-        words = [rng.choice([*FILLERS, "yes", "stop", "huh", "hola"])
-                 for _ in range(rng.randint(4, 12))]
-        rows, t = [], 0.0
-        uid = f"{path.name}{u:04d}"
-        for i, w in enumerate(words):
-            marks = ["OPEN_EXCL"] if w == "hola" else []
-            marks += {"yes": ["COMMA"], "stop": ["PERIOD"], "huh": ["QUESTION"]}.get(w, [])
-            if i == len(words) - 1 and len(marks) == (w == "hola"):
-                marks.append("PERIOD")
-            pause = 0.6 if {"PERIOD", "QUESTION"} & set(marks) else 0.05
-            cap = "FIRST_CAP" if i == 0 else "O"
-            rows.append(WordRow(uid, i, w, w.capitalize() if i == 0 else w, tuple(marks), cap,
-                                t, t + 0.3, pause))
-            t += 0.3 + pause
-        utts[uid] = rows
-    path.mkdir(parents=True, exist_ok=True)
-    write_word_table(path / "words.tsv", utts)
-
-
-TINY = {
-    "family": "brnn", "label_set": "full13", "featurizer": {"min_count": 1},
-    "model": {"hidden": 16},
-    "train": {"epochs": 6, "batch_size": 8, "window": 16, "stride": 16, "patience": 10,
-              "optimizer": {"name": "adam", "lr": 0.01}, "grad_clip": 2.0, "seed": 7,
-              "early_stopping": "micro_f1"},
-    "decode": {"window": 16, "stride": 8, "batch_size": 32},
-}
 
 
 @pytest.fixture(scope="module")
@@ -120,15 +83,6 @@ def test_optimizers_and_warmup() -> None:
     assert opt.param_groups[0]["weight_decay"] == 0.01
     assert [warmup_factor(s, 4) for s in range(6)] == [0.25, 0.5, 0.75, 1.0, 1.0, 1.0]
     assert warmup_factor(0, 0) == 1.0
-
-
-def test_local_micro_f1() -> None:
-    import numpy as np
-
-    ref = np.array([[1, 0], [0, 1], [0, 0]])
-    hyp = np.array([[1, 1], [0, 0], [0, 0]])
-    assert local_micro_f1(ref, hyp) == pytest.approx(0.5)  # tp 1, fp 1, fn 1
-    assert local_micro_f1(ref, np.zeros_like(ref)) == 0.0
 
 
 def test_set_num_threads(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -235,7 +189,7 @@ def test_train_cli_missing_data(tmp_path: Path, data: Path) -> None:
 
 
 # -- dump -------------------------------------------------------------------------------
-def test_dump_stats_and_pause_normalisation(tmp_path: Path, capsys) -> None:
+def test_dump_stats_per_set(tmp_path: Path, capsys) -> None:
     train = tmp_path / "data" / "train"
     dev = tmp_path / "data" / "dev"
     write_word_table(train / "words.tsv", {"a": [
@@ -254,9 +208,9 @@ def test_dump_stats_and_pause_normalisation(tmp_path: Path, capsys) -> None:
     assert stats["cap"] == {"O": 1, "FIRST_CAP": 1, "ALL_CAPS": 1}
     assert stats["label_sets"]["iwslt4"] == {"O": 0, "COMMA": 1, "PERIOD": 2, "QUESTION": 0}
     assert stats["share_with_pause"] == pytest.approx(2 / 3)
-    pauses = json.loads((tmp_path / "dump" / "pause_stats.json").read_text())
-    assert pauses["count"] == 2 and pauses["mean"] == pytest.approx(0.2)  # dev's 5.0 unused
-    assert pauses["train_dir"] == str(train)
+    dev_stats = json.loads((tmp_path / "dump" / "dev" / "stats.json").read_text())
+    assert dev_stats["words_with_pause"] == 1 and dev_stats["utterances"] == 1
+    assert sorted(p.name for p in (tmp_path / "dump").iterdir()) == ["dev", "train"]
 
 
 def test_dump_rejects_unknown_labels_with_file_and_line(tmp_path: Path, capsys) -> None:

@@ -4,7 +4,8 @@
 #
 # If $IWSLT2012 (conf/db.sh) is an existing directory, it is linked, not copied, and
 # the files with pinned checksums are verified. Otherwise the files are downloaded from
-# $IWSLT2012_URL: resumable (curl -C -), atomic (.part, then renamed) and sha256-checked.
+# $IWSLT2012_URL by python -m punct.bin.download (punct/data/download.py): resumable (HTTP
+# Range), atomic (.part, then renamed) and sha256-checked, no damaged file left behind.
 # train2012 and test2011asr have no pinned checksum (no verified copy was available when
 # this recipe was written): they are optional, their sha256 is printed and recorded in
 # <out-dir>/iwslt2012/SHA256SUMS. Without train2012, stage 1 trains on part of dev2012.
@@ -72,22 +73,23 @@ while read -r name sum; do
     [ "$sum" = - ] || check "$out/$name" "$sum"
     continue
   fi
-  if ! curl -fsSL --retry 3 -C - -o "$out/$name.part" "$IWSLT2012_URL/$name"; then
-    if [ "$sum" = - ]; then
+  sum_opt=()
+  [ "$sum" = - ] || sum_opt=(--sha256 "$sum")
+  rc=0
+  python -m punct.bin.download --url "$IWSLT2012_URL/$name" --out "$out/$name" \
+    "${sum_opt[@]+"${sum_opt[@]}"}" || rc=$?
+  if [ "$rc" -ne 0 ]; then
+    if [ "$sum" = - ] && [ "$rc" -eq 2 ]; then
       echo "download.sh: optional $name not downloadable from $IWSLT2012_URL; skipped"
       rm -f "$out/$name.part"
       continue
     fi
-    echo "download.sh: could not download $IWSLT2012_URL/$name (rerun to resume, or set" \
-         "IWSLT2012 in conf/db.sh to a local copy)" >&2
-    exit 2
+    [ "$rc" -eq 2 ] && echo "download.sh: could not download $IWSLT2012_URL/$name (rerun to" \
+      "resume, or set IWSLT2012 in conf/db.sh to a local copy)" >&2
+    exit "$rc"
   fi
-  if [ "$sum" != - ]; then
-    check "$out/$name.part" "$sum" || { rm -f "$out/$name.part"; exit 1; }
-  else
-    echo "download.sh: $name has no pinned checksum; sha256 $(sha256sum "$out/$name.part" | cut -d' ' -f1)"
-  fi
-  mv "$out/$name.part" "$out/$name"
+  [ "$sum" != - ] || echo "download.sh: $name has no pinned checksum; sha256" \
+    "$(sha256sum "$out/$name" | cut -d' ' -f1)"
 done <<< "$files"
 (cd "$out" && find . -maxdepth 1 -type f ! -name 'SHA256SUMS*' ! -name '*.part' -printf '%f\n' \
   | LC_ALL=C sort | xargs sha256sum > SHA256SUMS.tmp && mv SHA256SUMS.tmp SHA256SUMS)

@@ -1,7 +1,7 @@
 """Stage 2: word timings from audio (pluggable aligners), CTM/TextGrid I/O, pauses.
 
 - :mod:`punct.align.base`: ``AlignedWord``, ``AlignRequest``, ``AlignResult``, ``Aligner``,
-  the registry (``get_aligner``, ``available_aligners``, ``register_aligner``).
+  ``get_aligner`` and ``available_aligners`` (names from :mod:`punct.registry`).
 - :mod:`punct.align.ctm` / :mod:`punct.align.textgrid`: file formats and the ``ctm``,
   ``reference`` and ``textgrid`` aligners.
 - :mod:`punct.align.vad` + :mod:`punct.align.vad_aligner`: the offline ``vad`` aligner.
@@ -19,7 +19,6 @@
 
 from __future__ import annotations
 
-from punct.align import dtw_aligner as _dtw_aligner  # noqa: F401  (registers "dtw")
 from punct.align.base import (
     AlignedWord,
     Aligner,
@@ -27,7 +26,6 @@ from punct.align.base import (
     AlignResult,
     available_aligners,
     get_aligner,
-    register_aligner,
 )
 from punct.align.ctm import read_ctm, write_ctm
 from punct.align.evaluate import evaluate
@@ -46,7 +44,6 @@ __all__ = [
     "get_aligner",
     "read_ctm",
     "read_textgrid",
-    "register_aligner",
     "textgrid_silences",
     "textgrid_words",
     "write_ctm",

@@ -21,11 +21,18 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from punct.align.base import Aligner, AlignRequest, AlignResult, get_aligner, register_aligner
+from punct.align.base import (
+    Aligner,
+    AlignRequest,
+    AlignResult,
+    available_aligners,
+    get_aligner,
+)
 from punct.errors import MissingDataError, PunctInputError
 
-#: The recipe's table (written from the aligner comparison, docs/ALIGNERS.md).
-DEFAULT_TABLE = Path(__file__).resolve().parents[2] / "conf" / "align.yaml"
+#: The recipe's table (written from the aligner comparison, docs/ALIGNERS.md), shipped in
+#: the package; conf/align.yaml is a link to it.
+DEFAULT_TABLE = Path(__file__).resolve().parents[1] / "conf" / "align.yaml"
 
 
 def _line_of(path: Path, key: str) -> int | None:
@@ -42,8 +49,6 @@ def _chain(value: object) -> tuple[str, ...]:
 def read_table(path: str | Path) -> tuple[tuple[str, ...], dict[str, tuple[str, ...]]]:
     """(default chain, {language: chain}) from a YAML table; names are checked."""
     import yaml
-
-    from punct.align.base import available_aligners
 
     path = Path(path)
     if not path.is_file():
@@ -70,7 +75,6 @@ def read_table(path: str | Path) -> tuple[tuple[str, ...], dict[str, tuple[str, 
     return default, langs
 
 
-@register_aligner("auto")
 class AutoAligner(Aligner):
     """Delegates each utterance to the aligner its language is mapped to."""
 

@@ -39,14 +39,12 @@ from punct.align.base import (
     AlignRequest,
     AlignResult,
     check_plausible,
-    register_aligner,
 )
+from punct.align.ctc import CtcAlignError, CtcPath, viterbi, word_spans
 from punct.errors import MissingDataError, PunctInputError
 
 if TYPE_CHECKING:
     import torch
-
-    from punct.align.ctc import CtcPath
 
 
 @dataclass(frozen=True)
@@ -200,7 +198,6 @@ def _resample(samples: np.ndarray, rate: int, target: int) -> np.ndarray:
     return resample_poly(samples.astype(np.float64), target // g, rate // g).astype(np.float32)
 
 
-@register_aligner("ctc")
 class CtcAligner(Aligner):
     """CTC forced alignment with a wav2vec2/MMS model (see the module docstring)."""
 
@@ -219,8 +216,6 @@ class CtcAligner(Aligner):
         self.model = model if model is not None else CtcModel(cfg.model, cfg.device)
 
     def align(self, request: AlignRequest) -> AlignResult | None:
-        from punct.align.ctc import CtcAlignError, viterbi
-
         samples, rate = request.load_audio()
         duration = len(samples) / rate
         if not request.words:
@@ -243,8 +238,6 @@ class CtcAligner(Aligner):
     def timings(self, request: AlignRequest, path: CtcPath, counts: list[int],
                 seps: list[int], duration: float) -> list[AlignedWord]:
         """Frame spans -> seconds (frame k covers k * shift .. (k + 1) * shift)."""
-        from punct.align.ctc import word_spans
-
         shift = self.model.stride / self.model.sample_rate
         return [AlignedWord(w, round(min(s * shift, duration), 4),
                             round(min(e * shift, duration), 4))

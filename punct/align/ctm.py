@@ -14,11 +14,13 @@ from __future__ import annotations
 import math
 import os
 import tempfile
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from punct.align.base import AlignedWord, Aligner, AlignRequest, AlignResult, register_aligner
-from punct.align.pauses import TOLERANCE, match_words
+from punct.align.base import AlignedWord, Aligner, AlignRequest, AlignResult
+from punct.align.pauses import match_words
+from punct.data.ctm import ctm_lines
+from punct.data.timed import OVERLAP_TOLERANCE
 from punct.errors import MissingDataError, PunctInputError
 
 #: Tokens that mark silence or epsilon in CTMs written by ASR/alignment tools.
@@ -101,7 +103,7 @@ def read_ctm(
                         path,
                         lineno,
                     )
-                if start < prev.end - TOLERANCE:
+                if start < prev.end - OVERLAP_TOLERANCE:
                     raise PunctInputError(
                         f"word {word!r} starts at {start:.3f} s, before the previous word "
                         f"{prev.word!r} (line {prev.line}) ends at {prev.end:.3f} s: overlap",
@@ -110,16 +112,6 @@ def read_ctm(
                     )
             words.append(cur)
     return out
-
-
-def ctm_lines(reco: str, words: Iterable[AlignedWord], digits: int = 3) -> list[str]:
-    """CTM lines (with newline) for one recording; ``dur`` = rounded end - rounded start."""
-    lines = []
-    for w in words:
-        start = round(w.start, digits)
-        dur = max(0.0, round(w.end, digits) - start)
-        lines.append(f"{reco} 1 {start:.{digits}f} {dur:.{digits}f} {w.word}\n")
-    return lines
 
 
 def write_ctm(
@@ -175,7 +167,7 @@ def words_for_request(
     return out
 
 
-class _TableAligner(Aligner):
+class TableAligner(Aligner):
     """Shared logic: look the utterance up in a word table, check it, add the duration."""
 
     def _result(
@@ -189,8 +181,7 @@ class _TableAligner(Aligner):
         return AlignResult(words, request.duration())
 
 
-@register_aligner("ctm")
-class CtmAligner(_TableAligner):
+class CtmAligner(TableAligner):
     """Timings from one CTM file (``source``), keyed by utterance or recording id."""
 
     name = "ctm"
@@ -207,8 +198,7 @@ class CtmAligner(_TableAligner):
         return self._result(request, words_for_request(self._table, request), self.source)
 
 
-@register_aligner("reference")
-class ReferenceAligner(_TableAligner):
+class ReferenceAligner(TableAligner):
     """Timings from ``<source>/<utt>.ctm`` (or ``<source>/<reco>.ctm``), e.g. downloads/mini/ref."""
 
     name = "reference"

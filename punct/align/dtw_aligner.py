@@ -43,10 +43,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from punct.align.base import AlignedWord, Aligner, AlignRequest, AlignResult, register_aligner
-from punct.align.vad import FRAME_SHIFT, VadConfig, _runs, frame_log_energy, speech_mask
+from punct.align.base import AlignedWord, Aligner, AlignRequest, AlignResult
+from punct.align.vad import FRAME_SHIFT, VadConfig, frame_log_energy, runs, speech_mask
 from punct.errors import PunctInputError
 from punct.features.mfcc import MfccConfig, add_deltas, cmvn, mfcc
+from punct.synth.espeak import RATE_RANGE, EspeakError, get_engine
+from punct.synth.mini import word_timings
 
 #: eSpeak NG voice per utt2lang code (others are passed to eSpeak as they are).
 DEFAULT_VOICES: tuple[tuple[str, str], ...] = (("en", "en-us"), ("es", "es"), ("eu", "eu"),
@@ -239,9 +241,6 @@ def voice_for(lang: str | None, config: DtwConfig = DtwConfig()) -> str:
 def render(words: Sequence[str], voice: str, wpm: int, pitch: int = 50,
            where: tuple[str | None, int | None] = (None, None)) -> Rendering:
     """Speak ``words`` (space-joined, no punctuation) and time them from eSpeak's events."""
-    from punct.synth.espeak import RATE_RANGE, EspeakError, get_engine
-    from punct.synth.mini import word_timings
-
     text = " ".join(words)
     wpm = int(min(max(wpm, RATE_RANGE[0]), RATE_RANGE[1]))
     try:
@@ -277,7 +276,7 @@ def _features(samples: np.ndarray, rate: int, speech: np.ndarray, config: DtwCon
 def _compress_silence(silent: np.ndarray, keep: int) -> np.ndarray:
     """Mask of rendering frames kept: all speech, ``keep`` frames of each silent run."""
     kept = np.ones(len(silent), dtype=bool)
-    for s, e in _runs(silent):
+    for s, e in runs(silent):
         if e - s > keep:
             head = (keep + 1) // 2
             kept[s + head: e - (keep - head)] = False
@@ -308,8 +307,6 @@ def _fit_rendering(words: Sequence[str], voice: str, real_speech_s: float, confi
         if abs(ratio - 1.0) <= config.rate_tolerance or it + 1 >= config.rate_iterations:
             break
         new = round(rend.wpm * ratio)
-        from punct.synth.espeak import RATE_RANGE
-
         new = int(min(max(new, RATE_RANGE[0]), RATE_RANGE[1]))
         if new == rend.wpm:
             break
@@ -479,7 +476,7 @@ def _snap(starts: np.ndarray, ends: np.ndarray, speech: np.ndarray, cols: np.nda
     stays = np.concatenate(([False], np.diff(cols) == 0))
     tol = config.snap_tolerance / FRAME_SHIFT
     mw = config.min_word
-    for a, b in _runs(~speech):
+    for a, b in runs(~speech):
         if b - a < 2 or stays[a:b].mean() < config.absorb_share:
             continue
         col = float(np.median(cols[a:b][stays[a:b]]))
@@ -510,7 +507,6 @@ def _fallback(words: list[str], duration: float, voice: str, why: str, wpm: int 
     return DtwAlignment(out, duration, voice, wpm, factor, float("inf"), 0, why)
 
 
-@register_aligner("dtw")
 class DtwAligner(Aligner):
     """DTW against an eSpeak NG rendering of the words (see the module docstring)."""
 

@@ -2,9 +2,10 @@
 
 - Boundary error: ``|hyp - ref|`` over every word start and every word end; median,
   90th percentile and mean in milliseconds.
-- Pauses: the internal gaps (after word i, i < last) of at least ``pause_threshold``
-  seconds. A hypothesised pause after word i is a hit when the reference also has a
-  pause of at least the threshold after word i; precision, recall and F1 follow.
+- Pauses: the internal gaps (after word i, i < last; :func:`punct.data.timed.pauses`)
+  of at least ``pause_threshold`` seconds. A hypothesised pause after word i is a hit
+  when the reference also has a pause of at least the threshold after word i;
+  precision, recall and F1 follow.
 - Coverage: utterances/words of the reference that the hypothesis aligned.
 """
 
@@ -17,14 +18,16 @@ import numpy as np
 
 from punct.align.base import AlignedWord
 from punct.align.pauses import match_words
+from punct.data.timed import pauses
 
 PAUSE_THRESHOLD = 0.15
 
 
-def _internal_pauses(words: Sequence[AlignedWord]) -> np.ndarray:
-    if len(words) < 2:
-        return np.zeros(0)
-    return np.array([words[i + 1].start - words[i].end for i in range(len(words) - 1)])
+def _internal_pauses(words: Sequence[AlignedWord], utt: str,
+                     source: str | Path | None) -> np.ndarray:
+    """The pauses after words 1 .. n-1 (:func:`punct.data.timed.pauses`, last one left out)."""
+    return np.array(pauses(words, doc_id=f"utterance {utt}" if utt else "", path=source)[:-1],
+                    dtype=float)
 
 
 def _ratio(num: float, den: float) -> float | None:
@@ -63,8 +66,8 @@ def evaluate(
         h = np.array([(w.start, w.end) for w in hyp_words], dtype=float)
         r = np.array([(w.start, w.end) for w in ref_words], dtype=float)
         errors.append(np.abs(h - r).ravel())
-        hp = _internal_pauses(hyp_words) >= pause_threshold - 1e-9
-        rp = _internal_pauses(ref_words) >= pause_threshold - 1e-9
+        hp = _internal_pauses(hyp_words, utt, source) >= pause_threshold - 1e-9
+        rp = _internal_pauses(ref_words, utt, source) >= pause_threshold - 1e-9
         tp += int((hp & rp).sum())
         fp += int((hp & ~rp).sum())
         fn += int((~hp & rp).sum())

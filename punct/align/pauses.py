@@ -1,8 +1,9 @@
 """Word timings -> pauses: match an alignment to the word table and fill start/end/pause_after.
 
-``pause_after`` of word i is ``start(i+1) - end(i)``; for the last word it is the trailing
-silence ``utterance_end - end``. Negative gaps of float noise (within 1 ms) are clipped to
-0; larger overlaps are errors, never silently repaired.
+The pauses come from the one formula, :func:`punct.data.timed.pauses`: ``start(i+1) -
+end(i)`` inside the utterance, :data:`~punct.data.timed.END_OF_DOCUMENT_PAUSE` after its
+last word; overlaps within 1 ms are clipped to 0, larger ones are errors naming the
+utterance, never silently repaired.
 """
 
 from __future__ import annotations
@@ -13,10 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from punct.align.base import AlignedWord
+from punct.data.timed import TimedWord, pauses
 from punct.errors import PunctInputError
-
-#: Overlaps up to this many seconds are float/rounding noise and are clipped to 0.
-TOLERANCE = 0.001
 
 
 def _replace(row: Any, **changes: Any) -> Any:
@@ -75,47 +74,14 @@ def attach_timings(
     return [_replace(r, start=a.start, end=a.end) for r, a in zip(rows, aligned_words, strict=True)]
 
 
-def gaps(
-    starts: Sequence[float],
-    ends: Sequence[float],
-    utterance_end: float | None,
-    where: str = "",
-    path: str | Path | None = None,
-) -> list[float | None]:
-    """Pauses after each word (seconds): next start - end, last: utterance_end - end."""
-    out: list[float | None] = []
-    n = len(starts)
-    for i in range(n):
-        if ends[i] < starts[i] - TOLERANCE:
-            raise PunctInputError(
-                f"{where}word {i + 1} ends ({ends[i]:.3f}) before it starts ({starts[i]:.3f})",
-                path,
-            )
-        nxt = starts[i + 1] if i + 1 < n else utterance_end
-        if nxt is None:
-            out.append(None)
-            continue
-        gap = nxt - ends[i]
-        if gap < 0:
-            if gap < -TOLERANCE:
-                what = f"word {i + 2} starts" if i + 1 < n else "the utterance ends"
-                raise PunctInputError(
-                    f"{where}{what} at {nxt:.3f} s, {-gap * 1000:.1f} ms before word {i + 1} "
-                    f"ends ({ends[i]:.3f} s)",
-                    path,
-                )
-            gap = 0.0
-        out.append(gap)
-    return out
-
-
 def compute_pauses(
     rows: Sequence[Any], utterance_end: float | None, path: str | Path | None = None
 ) -> list[Any]:
-    """Return ``rows`` with ``pause_after`` set from their start/end timings.
+    """Return ``rows`` (one utterance) with ``pause_after`` set by :func:`pauses`.
 
     Every row must have timings. ``utterance_end`` (seconds, same origin as the times)
-    gives the last word's trailing pause; None leaves it None.
+    is the end of the utterance's audio: the last word may not end after it. The last
+    word's pause is the end-of-document pause whether or not the end is known.
     """
     if not rows:
         return []
@@ -125,14 +91,6 @@ def compute_pauses(
             raise PunctInputError(
                 f"utterance {utt_id}: word {r.idx} {r.word!r} has no timings", path
             )
-    pauses = gaps(
-        [r.start for r in rows], [r.end for r in rows], utterance_end,
-        f"utterance {utt_id}: ", path,
-    )
-    return [_replace(r, pause_after=p) for r, p in zip(rows, pauses, strict=True)]
-
-
-def word_pauses(words: Sequence[AlignedWord], utterance_end: float | None = None) -> list[float]:
-    """Pauses after each aligned word; the last one is 0 when ``utterance_end`` is None."""
-    out = gaps([w.start for w in words], [w.end for w in words], utterance_end)
-    return [0.0 if p is None else p for p in out]
+    values = pauses([TimedWord(r.word, r.start, r.end) for r in rows], utterance_end,
+                    f"utterance {utt_id}", path)
+    return [_replace(r, pause_after=p) for r, p in zip(rows, values, strict=True)]

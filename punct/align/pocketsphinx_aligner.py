@@ -39,9 +39,10 @@ from punct.align.base import (
     AlignRequest,
     AlignResult,
     check_plausible,
-    register_aligner,
 )
 from punct.errors import PunctInputError
+from punct.synth.espeak import get_engine
+from punct.synth.resample import resample_int16
 
 SAMPLE_RATE = 16000
 FRAME_RATE = 100
@@ -81,8 +82,6 @@ class PocketsphinxConfig:
 
 def espeak_phones(word: str) -> list[str]:
     """ARPAbet phones for ``word`` from eSpeak NG's en-us phonemes ([] if none map)."""
-    from punct.synth.espeak import get_engine
-
     result = get_engine().synthesize(word, "en-us", 175, 50)
     phones: list[str] = []
     for ev in result.events:
@@ -131,7 +130,6 @@ class _Decoder:
             return cls._shared[key]
 
 
-@register_aligner("pocketsphinx")
 class PocketsphinxAligner(Aligner):
     """Forced alignment with PocketSphinx's en-US model (see the module docstring)."""
 
@@ -168,8 +166,6 @@ class PocketsphinxAligner(Aligner):
             return AlignResult([], duration)
         pcm = np.clip(np.rint(samples * 32767.0), -32768, 32767).astype(np.int16)
         if rate != SAMPLE_RATE:
-            from punct.synth.resample import resample_int16
-
             pcm = resample_int16(pcm, rate, SAMPLE_RATE)
         segs, frate = None, FRAME_RATE
         for attempt in self.config.attempts:

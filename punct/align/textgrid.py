@@ -12,8 +12,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from punct.align.base import AlignedWord, AlignRequest, AlignResult, register_aligner
-from punct.align.ctm import _TableAligner, words_for_request
+from punct.align.base import AlignedWord, AlignRequest, AlignResult
+from punct.align.ctm import TableAligner, words_for_request
 from punct.errors import MissingDataError, PunctInputError
 
 _TOKEN = re.compile(
@@ -209,8 +209,7 @@ def textgrid_silences(source: str | Path | TextGrid, tier: str = "words") -> lis
     return [i for i in grid.tier(tier).intervals if not i.text.strip()]
 
 
-@register_aligner("textgrid")
-class TextGridAligner(_TableAligner):
+class TextGridAligner(TableAligner):
     """Timings from ``<source>/<utt>.TextGrid`` or ``<source>/<reco>.TextGrid`` (tier ``tier``)."""
 
     name = "textgrid"

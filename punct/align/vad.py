@@ -70,7 +70,7 @@ def thresholds(energy: np.ndarray, config: VadConfig = VadConfig()) -> tuple[flo
     return enter, min(leave, enter)
 
 
-def _runs(mask: np.ndarray) -> list[tuple[int, int]]:
+def runs(mask: np.ndarray) -> list[tuple[int, int]]:
     """[start, end) frame runs where ``mask`` is True."""
     if mask.size == 0:
         return []
@@ -96,24 +96,16 @@ def speech_mask(energy: np.ndarray, config: VadConfig = VadConfig()) -> np.ndarr
             mask[t] = True
     min_pause = round(config.min_pause / FRAME_SHIFT)
     min_speech = round(config.min_speech / FRAME_SHIFT)
-    for s, e in _runs(mask):  # clicks
+    for s, e in runs(mask):  # clicks
         if e - s < min(min_speech, 3):
             mask[s:e] = False
-    for s, e in _runs(~mask):  # short gaps inside speech
+    for s, e in runs(~mask):  # short gaps inside speech
         if 0 < s and e < n and e - s < min_pause:
             mask[s:e] = True
-    for s, e in _runs(mask):  # short isolated bursts
+    for s, e in runs(mask):  # short isolated bursts
         if e - s < min_speech:
             mask[s:e] = False
     return mask
-
-
-def speech_regions(
-    samples: np.ndarray, rate: int, config: VadConfig = VadConfig()
-) -> tuple[list[tuple[int, int]], np.ndarray]:
-    """Speech regions as [start, end) frame pairs, plus the frame energy contour."""
-    energy = frame_log_energy(samples, rate, config)
-    return _runs(speech_mask(energy, config)), energy
 
 
 @dataclass(frozen=True)

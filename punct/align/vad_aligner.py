@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from punct.align.base import AlignedWord, Aligner, AlignRequest, AlignResult, register_aligner
+from punct.align.base import AlignedWord, Aligner, AlignRequest, AlignResult
 from punct.align.vad import (
     FRAME_SHIFT,
     NucleiConfig,
@@ -38,7 +38,7 @@ from punct.align.vad import (
     syllable_nuclei,
     thresholds,
 )
-from punct.align.vad import _runs as runs_of
+from punct.align.vad import runs as runs_of
 
 VOWELS = frozenset("aeiouyáéíóúàèìòùäëïöüőűâêîôûãõåæøœ")
 #: Hesitation words (EN, ES, EU, HU transcription conventions), spoken long.
@@ -389,7 +389,6 @@ def align_words(
     return out
 
 
-@register_aligner("vad")
 class VadAligner(Aligner):
     """The offline, language-independent VAD-constrained aligner (see module docstring)."""
 

@@ -5,8 +5,8 @@ Jobs (parallel through the launcher, resumable)::
     python -m punct.bin.align --data-dir data/test --aligner vad \\
         --out-dir data/test/align/vad --job 1 --num-jobs 4
 
-aligns the utterances with index % N == J-1 (sorted ids of ``segments``, else
-``wav.scp``) into ``<out>/ctm.J`` and ``<out>/utt2dur.J``. Then::
+aligns the utterances of job J (listed in ``<data-dir>/split<N>/<J>/ids``, written on
+first use by :mod:`punct.jobs_split`) into ``<out>/ctm.J`` and ``<out>/utt2dur.J``. Then::
 
     python -m punct.bin.align --data-dir data/test --out-dir data/test/align/vad \\
         --merge --num-jobs 4 [--reference-dir downloads/mini/ref]
@@ -34,6 +34,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from tqdm import tqdm
+
 from punct.align.base import (
     AlignedWord,
     AlignRequest,
@@ -44,14 +46,17 @@ from punct.align.base import (
 from punct.align.ctm import (
     ReferenceAligner,
     atomic_write_text,
-    ctm_lines,
     read_ctm,
     words_for_request,
 )
 from punct.align.evaluate import PAUSE_THRESHOLD, evaluate
 from punct.align.pauses import attach_timings, compute_pauses
-from punct.errors import MissingDataError, PunctInputError, report_error
-from punct.jobs_split import add_job_options, check_job_options
+from punct.data.audio import load_requests
+from punct.data.ctm import ctm_lines
+from punct.errors import PunctInputError, report_error
+from punct.jobs_split import add_job_options, check_job_options, finished_parts, job_items
+from punct.kaldi import c_sorted, read_kv
+from punct.wordtable import read_word_table, write_word_table
 
 #: Aligners that read timings from files (no audio, no plausibility check).
 FILE_ALIGNERS = ("reference", "ctm", "textgrid")
@@ -88,87 +93,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
-# ----------------------------------------------------------------------------- data dir
-
-
-def _kv_lines(path: Path) -> list[tuple[int, list[str]]]:
-    from punct.wordtable import read_text_lines
-
-    out = []
-    for lineno, line in enumerate(read_text_lines(path), 1):
-        fields = line.split()
-        if not fields:
-            raise PunctInputError("empty line", path, lineno)
-        out.append((lineno, fields))
-    return out
-
-
-def load_requests(data_dir: Path) -> list[AlignRequest]:
-    """One request per utterance with audio, sorted (C order) by utterance id."""
-    from punct.kaldi import c_sorted
-    from punct.wordtable import read_word_table
-
-    wav_scp = data_dir / "wav.scp"
-    if not wav_scp.is_file():
-        raise MissingDataError("wav.scp not found: this data dir has no audio", wav_scp)
-    wavs: dict[str, tuple[str, int]] = {}
-    from punct.wordtable import read_text_lines
-
-    for lineno, line in enumerate(read_text_lines(wav_scp), 1):
-        key, _, value = line.strip().partition(" ")
-        if not key or not value.strip():
-            raise PunctInputError("expected '<recording> <wav path or command |>'",
-                                  wav_scp, lineno)
-        if key in wavs:
-            raise PunctInputError(f"duplicate recording {key!r}", wav_scp, lineno)
-        wavs[key] = (value.strip(), lineno)
-    table = read_word_table(data_dir / "words.tsv")
-    langs: dict[str, str] = {}
-    if (data_dir / "utt2lang").is_file():
-        from punct.kaldi import read_kv
-
-        langs = read_kv(data_dir / "utt2lang")
-    segs: dict[str, tuple[str, float, float]] = {}
-    seg_path = data_dir / "segments"
-    if seg_path.is_file():
-        for lineno, fields in _kv_lines(seg_path):
-            if len(fields) != 4:
-                raise PunctInputError(
-                    f"expected '<utt> <recording> <start> <end>', found {len(fields)} fields",
-                    seg_path, lineno)
-            utt, reco, s, e = fields
-            try:
-                start, end = float(s), float(e)
-            except ValueError:
-                raise PunctInputError(f"non-numeric times {s!r} {e!r}", seg_path,
-                                      lineno) from None
-            if start < 0 or (0 <= end <= start):
-                raise PunctInputError(f"bad segment times {s} {e}", seg_path, lineno)
-            if reco not in wavs:
-                raise PunctInputError(f"recording {reco!r} is not in {wav_scp}", seg_path,
-                                      lineno)
-            segs[utt] = (reco, start, end)
-    requests = []
-    for utt in c_sorted(segs if segs else wavs):
-        reco, start, end = segs[utt] if segs else (utt, None, None)
-        wav, lineno = wavs[reco]
-        rows = table.get(utt, [])
-        requests.append(AlignRequest(
-            utt, tuple(r.word for r in rows), wav, reco, start, end, str(wav_scp), lineno,
-            langs.get(utt),
-        ))
-    return requests
-
-
 # ----------------------------------------------------------------------------- job
 
 
 def _progress(items: Sequence[AlignRequest], desc: str):
-    try:
-        from tqdm import tqdm
-    except ImportError:  # pragma: no cover
-        return items
     return tqdm(items, desc=desc, unit="utt", disable=not sys.stderr.isatty())
+
+
+def _utt_id(request: AlignRequest) -> str:
+    return request.utt_id
 
 
 def run_job(args: argparse.Namespace, job: int) -> tuple[int, int]:
@@ -178,8 +111,8 @@ def run_job(args: argparse.Namespace, job: int) -> tuple[int, int]:
     final_ctm, final_dur = out / f"ctm.{job}", out / f"utt2dur.{job}"
     if final_ctm.is_file() and final_dur.is_file():
         return 0, -1
-    requests = [r for i, r in enumerate(load_requests(data_dir))
-                if i % args.num_jobs == job - 1 and r.words]
+    requests = [r for r in job_items(data_dir, load_requests(data_dir), _utt_id, job,
+                                     args.num_jobs) if r.words]
     source = args.source
     if args.aligner == "reference" and source is None:
         source = args.reference_dir
@@ -244,19 +177,13 @@ def _resume(part_ctm: Path, part_dur: Path, done_path: Path) -> set[str]:
 
 def merge(args: argparse.Namespace) -> str:
     """Merge job outputs, update words.tsv, evaluate; returns the summary line."""
-    from punct.kaldi import c_sorted, read_kv
-    from punct.wordtable import read_word_table, write_word_table
-
     data_dir, out = Path(args.data_dir), Path(args.out_dir)
     hyp: dict[str, list[AlignedWord]] = {}
     where: dict[str, Path] = {}
     durs: dict[str, float] = {}
-    for job in range(1, args.num_jobs + 1):
-        ctm_path, dur_path = out / f"ctm.{job}", out / f"utt2dur.{job}"
-        for p in (ctm_path, dur_path):
-            if not p.is_file():
-                raise MissingDataError(f"job {job} of {args.num_jobs} has not finished "
-                                       "(run it first)", p)
+    ctms = finished_parts(lambda job: out / f"ctm.{job}", args.num_jobs)
+    durs_paths = finished_parts(lambda job: out / f"utt2dur.{job}", args.num_jobs)
+    for ctm_path, dur_path in zip(ctms, durs_paths, strict=True):
         for utt, words in read_ctm(ctm_path).items():
             if utt in hyp:
                 raise PunctInputError(f"utterance {utt!r} aligned by two jobs", ctm_path,

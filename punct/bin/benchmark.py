@@ -111,8 +111,9 @@ def bench_system(exp_dir: str, data_dir: str, reps: int, device: torch.device,
     def engine(name: str, st: Any, inputs: list) -> Callable[[], None]:
         def run() -> None:
             pred = predict_words(exp.model, exp.featurizer, inputs, st.window, st.stride,
-                                 st.batch_size, st.bf16, st.aggregate, device)
-            marks, caps = decide(pred, inputs, ls.labels, st.threshold)
+                                 st.batch_size, st.bf16, st.aggregate, device,
+                                 exclusive=st.exclusive)
+            marks, caps = decide(pred, inputs, ls.labels, st.threshold, st.exclusive)
             decisions[name] = (marks, caps)
             decisions[f"{name}_one_mark"] = (keep_best_mark(marks, pred.punct), caps)
         return run

@@ -37,9 +37,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
+import soundfile
 
 from punct.align.base import AlignedWord, AlignRequest, get_aligner
+from punct.align.ctm import atomic_write_text, read_ctm, words_for_request
 from punct.align.evaluate import PAUSE_THRESHOLD, evaluate
+from punct.align.textgrid import read_textgrid, textgrid_words
+from punct.data.audio import load_requests
 from punct.errors import MissingDataError, PunctInputError, report_error
 
 DEFAULT_ALIGNERS = ("vad", "dtw", "pocketsphinx")
@@ -99,9 +103,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def load_set(data_dir: Path, ref_dir: Path) -> Dataset:
     """A Kaldi data dir's utterances with reference CTMs ``<ref_dir>/<utt>.ctm``."""
-    from punct.align.ctm import read_ctm, words_for_request
-    from punct.bin.align import load_requests
-
     if not ref_dir.is_dir():
         raise MissingDataError("reference timings directory not found", ref_dir)
     requests, ref = [], {}
@@ -118,8 +119,6 @@ def load_set(data_dir: Path, ref_dir: Path) -> Dataset:
 
 def load_mfa(mfa_dir: Path) -> Dataset:
     """TextGrids with a ``words`` tier and their audio; transcript = the TextGrid words."""
-    from punct.align.textgrid import read_textgrid, textgrid_words
-
     if not mfa_dir.is_dir():
         raise MissingDataError("MFA recordings directory not found", mfa_dir)
     requests, ref = [], {}
@@ -209,8 +208,6 @@ def rows_for(dataset: Dataset, name: str, run: Run, threshold: float) -> list[di
 def long_recording(requests: Sequence[AlignRequest], seconds: float, out: Path,
                    gap: float = 0.5) -> tuple[Path, list[str]]:
     """Concatenate utterances (``gap`` s of silence between) until >= ``seconds``."""
-    import soundfile
-
     parts, words, total, rate = [], [], 0.0, None
     while total < seconds:
         for req in requests:
@@ -334,8 +331,6 @@ def markdown(rows: Sequence[dict], memory: Sequence[dict], choice: dict, command
 
 def write_outputs(out_dir: Path, rows: list[dict], memory: list[dict], choice: dict,
                   command: str, threshold: float) -> None:
-    from punct.align.ctm import atomic_write_text
-
     out_dir.mkdir(parents=True, exist_ok=True)
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=[*COLUMNS, "mean_ms", "real_speech"],
@@ -403,8 +398,6 @@ def compare(args: argparse.Namespace, argv: list[str] | None) -> int:
         argv if argv is not None else sys.argv[1:])
     write_outputs(Path(args.out_dir), rows, memory, choice, command, args.pause_threshold)
     if args.write_table:
-        from punct.align.ctm import atomic_write_text
-
         atomic_write_text(args.write_table, table_yaml(choice))
     print(f"compare_aligners: {len(names)} aligners x {len(datasets)} datasets, choice "
           + ", ".join(f"{k}={v['aligner']}" for k, v in choice.items())

@@ -72,8 +72,9 @@ def run(args: argparse.Namespace) -> dict:
     utts, seqs = load_data_dir(args.data_dir, label_set,
                                cfg["featurizer"].get("streams") or ())
     pred = predict_words(exp.model, exp.featurizer, seqs, window, stride, batch_size, bf16,
-                         aggregate, device, progress=not args.quiet and sys.stderr.isatty())
-    marks, caps = decide(pred, seqs, label_set.labels, threshold)
+                         aggregate, device, progress=not args.quiet and sys.stderr.isatty(),
+                         exclusive=st.exclusive)
+    marks, caps = decide(pred, seqs, label_set.labels, threshold, st.exclusive)
     hyp = hypothesis_rows(utts, seqs, marks, caps, label_set.labels)
     out_dir = Path(args.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -89,7 +90,7 @@ def run(args: argparse.Namespace) -> dict:
     np.savez_compressed(out_dir / "probs.npz", **arrays)
     n_words = sum(len(s) for s in seqs)
     info = decode_info(pred, n_words, len(seqs), device, batch_size, window, stride, bf16,
-                       aggregate, threshold)
+                       aggregate, threshold, st.exclusive)
     info.update({"family": cfg["family"], "label_set": cfg["label_set"],
                  "exp_dir": str(args.exp_dir), "data_dir": str(args.data_dir),
                  "checkpoint": args.checkpoint})

@@ -1,14 +1,12 @@
-"""Stage 3 (dump): validate word tables, write label statistics per set and the pause
-normalisation statistics of the training set only.
+"""Stage 3 (dump): validate word tables and write label statistics per set.
 
 ``python -m punct.bin.dump --data-dir data/train --data-dir data/dev --data-dir data/test
---out-dir dump [--train-dir data/train]``
+--out-dir dump``
 
 Writes ``<out-dir>/<set>/stats.json`` (words, utterances, counts per mark and per cap
-class, also under each smaller label set, share of words with pauses) and
-``<out-dir>/pause_stats.json`` (from the training set: the first ``--data-dir`` unless
-``--train-dir`` is given). Vocabularies of each system are built by the trainer, fitted
-on the training set.
+class, also under each smaller label set, share of words with pauses). Vocabularies and
+pause normalisation of each system are built by its featurizer, fitted on the training
+set by the trainer.
 """
 
 from __future__ import annotations
@@ -18,8 +16,6 @@ import json
 from collections import Counter
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from punct.errors import MissingDataError, PunctInputError, report_error
 from punct.labels import CAP_LABELS, LABEL_SETS, PUNCT_LABELS
@@ -67,32 +63,16 @@ def set_stats(utts: dict[str, list[WordRow]]) -> dict[str, Any]:
     }
 
 
-def pause_stats(utts: dict[str, list[WordRow]]) -> dict[str, Any]:
-    """Normalisation statistics of ``pause_after`` (seconds and log(0.01 + seconds))."""
-    values = np.array([r.pause_after for rs in utts.values() for r in rs
-                       if r.pause_after is not None], dtype=np.float64)
-    if values.size == 0:
-        return {"count": 0}
-    logs = np.log(0.01 + values)
-    q = np.quantile(values, [0.5, 0.9, 0.99])
-    return {"count": int(values.size), "mean": float(values.mean()),
-            "std": float(values.std()), "min": float(values.min()), "max": float(values.max()),
-            "median": float(q[0]), "p90": float(q[1]), "p99": float(q[2]),
-            "log_offset": 0.01, "log_mean": float(logs.mean()), "log_std": float(logs.std())}
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m punct.bin.dump", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data-dir", action="append", required=True, dest="data_dirs",
                         help="data dir with words.tsv (repeat for every set)")
     parser.add_argument("--out-dir", required=True, help="dump directory")
-    parser.add_argument("--train-dir", default=None,
-                        help="set whose pauses give the normalisation (default: first --data-dir)")
     return parser
 
 
-def run(data_dirs: list[str], out_dir: str, train_dir: str | None = None) -> dict[str, Any]:
+def run(data_dirs: list[str], out_dir: str) -> dict[str, Any]:
     """Validate every set and write the statistics; return a summary."""
     out = Path(out_dir)
     names: dict[str, Path] = {}
@@ -114,26 +94,17 @@ def run(data_dirs: list[str], out_dir: str, train_dir: str | None = None) -> dic
         stats = {"data_dir": str(d), **set_stats(utts)}
         (out / name / "stats.json").write_text(json.dumps(stats, indent=2) + "\n",
                                                encoding="utf-8")
-    train = Path(train_dir) if train_dir else Path(data_dirs[0])
-    if train.name not in tables:
-        path = train / "words.tsv"
-        if not path.is_file():
-            raise MissingDataError(f"no word table in {train}", path)
-        tables[train.name] = read_word_table(path)
-    pauses = {"train_dir": str(train), **pause_stats(tables[train.name])}
-    (out / "pause_stats.json").write_text(json.dumps(pauses, indent=2) + "\n", encoding="utf-8")
-    return {"sets": len(names), "words": sum(sum(map(len, t.values())) for t in tables.values()),
-            "train": str(train), "pauses": pauses["count"]}
+    return {"sets": len(names), "words": sum(sum(map(len, t.values())) for t in tables.values())}
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        summary = run(args.data_dirs, args.out_dir, args.train_dir)
+        summary = run(args.data_dirs, args.out_dir)
     except PunctInputError as err:
         return report_error("dump", err)
-    print(f"dump: {summary['sets']} sets, {summary['words']} words validated; pause statistics "
-          f"from {summary['train']} ({summary['pauses']} pauses) -> {args.out_dir}")
+    print(f"dump: {summary['sets']} sets, {summary['words']} words validated -> "
+          f"{args.out_dir}")
     return 0
 
 

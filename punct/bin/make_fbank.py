@@ -5,8 +5,8 @@ Log-mel filterbanks (80 bands, 10 ms; :mod:`punct.features.fbank`)::
     python -m punct.bin.make_fbank --data-dir data/test
 
 writes ``data/test/fbank.ark`` and ``data/test/fbank.scp``. Parallel jobs (through the
-launcher) write ``fbank.J.ark``/``fbank.J.scp`` for the utterances with index % N == J-1
-(sorted ids of ``segments``, else ``wav.scp``), and a merge step lists them all in
+launcher) write ``fbank.J.ark``/``fbank.J.scp`` for the utterances of job J (its split,
+``<data-dir>/split<N>/<J>/ids``, see :mod:`punct.jobs_split`), and a merge step lists them all in
 ``fbank.scp``::
 
     python -m punct.bin.make_fbank --data-dir data/test --job J --num-jobs N
@@ -27,11 +27,21 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+import kaldiio
 import numpy as np
+from tqdm import tqdm
 
-from punct.errors import MissingDataError, PunctInputError, report_error
+from punct.data.audio import AlignRequest, load_requests
+from punct.errors import PunctInputError, report_error
 from punct.features.fbank import FbankConfig, log_mel_fbank
-from punct.jobs_split import add_job_options, check_job_options
+from punct.jobs_split import (
+    add_job_options,
+    check_job_options,
+    finished_parts,
+    job_items,
+    merge_kv_parts,
+)
+from punct.models.encoders import load_pretrained
 
 W2V_RATE = 16_000
 
@@ -68,12 +78,11 @@ def fbank_extractor(n_mels: int) -> Extractor:
 
 def wav2vec2_extractor(name: str) -> Extractor:
     """Samples, rate -> last hidden states of a frozen wav2vec 2.0 model (20 ms frames)."""
+    # Lazy: torch and transformers are loaded only for the optional --wav2vec2 stream.
     import torch
     from scipy.signal import resample_poly
 
-    from punct.models.encoders import _from_pretrained
-
-    model = _from_pretrained("Wav2Vec2Model", name, "wav2vec 2.0 weights")
+    model = load_pretrained("Wav2Vec2Model", name, "wav2vec 2.0 weights")
     model.eval()
 
     def extract(samples: np.ndarray, rate: int) -> np.ndarray:
@@ -97,21 +106,20 @@ def part_names(data_dir: Path, stream: str, job: int | None) -> tuple[Path, Path
     return data_dir / f"{stem}.ark", data_dir / f"{stem}.scp"
 
 
+def _utt_id(request: AlignRequest) -> str:
+    return request.utt_id
+
+
 def run_job(args: argparse.Namespace, job: int | None, extract: Extractor | None = None) -> int:
     """Compute the features of one job (all utterances when ``job`` is None); returns the
     number of utterances written, -1 when the job was already done."""
-    import kaldiio
-    from tqdm import tqdm
-
-    from punct.bin.align import load_requests
-
     data_dir = Path(args.data_dir).resolve()
     ark, scp = part_names(data_dir, args.stream, job)
     if scp.is_file():
         return -1
     requests = load_requests(data_dir)
     if job is not None:
-        requests = [r for i, r in enumerate(requests) if i % args.num_jobs == job - 1]
+        requests = job_items(data_dir, requests, _utt_id, job, args.num_jobs)
     if extract is None:
         extract = (wav2vec2_extractor(args.wav2vec2) if args.wav2vec2
                    else fbank_extractor(args.n_mels))
@@ -127,25 +135,9 @@ def run_job(args: argparse.Namespace, job: int | None, extract: Extractor | None
 
 def merge(args: argparse.Namespace) -> int:
     """List the utterances of all job scps in ``<stream>.scp`` (sorted); returns the count."""
-    from punct.kaldi import c_sorted
-
     data_dir = Path(args.data_dir).resolve()
-    lines: dict[str, str] = {}
-    for job in range(1, args.num_jobs + 1):
-        _, scp = part_names(data_dir, args.stream, job)
-        if not scp.is_file():
-            raise MissingDataError(f"job {job} of {args.num_jobs} has not finished "
-                                   f"(run it with --job {job})", scp)
-        for lineno, line in enumerate(scp.read_text(encoding="utf-8").splitlines(), 1):
-            key, sep, value = line.partition(" ")
-            if not sep or not value:
-                raise PunctInputError("expected '<utt_id> <ark:offset>'", scp, lineno)
-            lines[key] = value
-    _, out = part_names(data_dir, args.stream, None)
-    tmp = out.with_name(out.name + ".tmp")
-    tmp.write_text("".join(f"{k} {lines[k]}\n" for k in c_sorted(lines)), encoding="utf-8")
-    os.replace(tmp, out)
-    return len(lines)
+    parts = finished_parts(lambda job: part_names(data_dir, args.stream, job)[1], args.num_jobs)
+    return merge_kv_parts(parts, part_names(data_dir, args.stream, None)[1])
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -3,8 +3,9 @@
     python -m punct.bin.make_prosody --data-dir data/test [--job J --num-jobs N]
 
 Without ``--job``: every utterance with audio into ``<data-dir>/prosody.ark`` and
-``<data-dir>/prosody.scp`` (kaldiio). With ``--job J``: the utterances with index
-% N == J-1 (C-sorted ids) into ``<data-dir>/prosody_split/prosody.J.{ark,scp}``; then
+``<data-dir>/prosody.scp`` (kaldiio). With ``--job J``: the utterances of job J (its
+split, ``<data-dir>/split<N>/<J>/ids``, see :mod:`punct.jobs_split`) into
+``<data-dir>/prosody_split/prosody.J.{ark,scp}``; then
 ``--merge --num-jobs N`` concatenates the parts' scp into ``<data-dir>/prosody.scp``.
 Resumable: a part whose scp is complete is not recomputed. The column names are written
 to ``<data-dir>/prosody.names``. Missing or empty audio is an error naming the
@@ -19,11 +20,19 @@ import sys
 import time
 from pathlib import Path
 
+import kaldiio
 import numpy as np
 
+from punct.data.audio import AlignRequest, load_requests
 from punct.errors import MissingDataError, PunctInputError, report_error
 from punct.features.prosody import ProsodyConfig, feature_names, prosody_features
-from punct.jobs_split import add_job_options, check_job_options
+from punct.jobs_split import (
+    add_job_options,
+    check_job_options,
+    finished_parts,
+    job_items,
+    merge_kv_parts,
+)
 
 STREAM = "prosody"
 
@@ -47,14 +56,14 @@ def _scp_keys(path: Path) -> list[str]:
             if line.strip()]
 
 
+def _utt_id(request: AlignRequest) -> str:
+    return request.utt_id
+
+
 def write_features(data_dir: Path, ark: Path, scp: Path, job: int, num_jobs: int,
                    config: ProsodyConfig) -> int:
     """Compute the features of one job's utterances into ``ark``/``scp`` (atomic scp)."""
-    import kaldiio
-
-    from punct.bin.align import load_requests
-
-    requests = [r for i, r in enumerate(load_requests(data_dir)) if i % num_jobs == job - 1]
+    requests = job_items(data_dir, load_requests(data_dir), _utt_id, job, num_jobs)
     if _scp_keys(scp) == [r.utt_id for r in requests]:
         return 0  # done already
     ark.parent.mkdir(parents=True, exist_ok=True)
@@ -76,18 +85,9 @@ def write_features(data_dir: Path, ark: Path, scp: Path, job: int, num_jobs: int
 
 def merge(data_dir: Path, num_jobs: int) -> int:
     """Concatenate the parts' scp files into ``<data-dir>/prosody.scp``."""
-    lines: list[str] = []
-    for job in range(1, num_jobs + 1):
-        part = data_dir / f"{STREAM}_split" / f"{STREAM}.{job}.scp"
-        if not part.is_file():
-            raise MissingDataError(f"prosody part {job} of {num_jobs} is missing (run the job)",
-                                   part)
-        lines += [ln for ln in part.read_text(encoding="utf-8").splitlines() if ln.strip()]
-    lines.sort(key=lambda ln: ln.split(maxsplit=1)[0].encode())
-    tmp = data_dir / f"{STREAM}.scp.tmp"
-    tmp.write_text("".join(ln + "\n" for ln in lines), encoding="utf-8")
-    os.replace(tmp, data_dir / f"{STREAM}.scp")
-    return len(lines)
+    parts = finished_parts(lambda job: data_dir / f"{STREAM}_split" / f"{STREAM}.{job}.scp",
+                           num_jobs)
+    return merge_kv_parts(parts, data_dir / f"{STREAM}.scp")
 
 
 def main(argv: list[str] | None = None) -> int:

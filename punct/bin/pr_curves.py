@@ -20,8 +20,15 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
 
+from punct.config import load_config
+from punct.data.sequences import load_data_dir
 from punct.errors import MissingDataError, PunctInputError, report_error
+from punct.infer.decode import load_experiment
+from punct.labels import get_label_set
+from punct.wordtable import read_word_table
 
 THRESHOLDS = np.round(np.linspace(0.0, 1.0, 101), 2)
 
@@ -59,9 +66,6 @@ def pr_points(probs: np.ndarray, ref: np.ndarray, thresholds: np.ndarray = THRES
 def reference_marks(data_dir: Path, utt_ids: np.ndarray, offsets: np.ndarray,
                     labels: list[str], label_set: str, n_words: int) -> np.ndarray:
     """Reference multi-hot marks (N, P) in the decoder's global word order."""
-    from punct.labels import get_label_set
-    from punct.wordtable import read_word_table
-
     table_path = data_dir / "words.tsv"
     if not table_path.is_file():
         raise MissingDataError("no reference word table", table_path)
@@ -80,8 +84,6 @@ def reference_marks(data_dir: Path, utt_ids: np.ndarray, offsets: np.ndarray,
 
 def system_curves(exp_dir: Path, data_dir: Path, set_name: str) -> dict[str, Any]:
     """Curves of one system from its probs.npz."""
-    from punct.train.config import load_config
-
     npz = exp_dir / f"decode_{set_name}" / "probs.npz"
     if not npz.is_file():
         raise MissingDataError(f"no decoder probabilities for {exp_dir.name} on {set_name} "
@@ -98,10 +100,6 @@ def system_curves(exp_dir: Path, data_dir: Path, set_name: str) -> dict[str, Any
 
 def write_pp_stats(exp_dir: Path, data_dir: Path, set_name: str) -> dict[str, Any]:
     """PP slot statistics of a prosodic_pp system on a set -> decode_<set>/pp_stats.json."""
-    from punct.data.sequences import load_data_dir
-    from punct.infer.decode import load_experiment
-    from punct.labels import get_label_set
-
     exp = load_experiment(exp_dir)
     streams = exp.config["featurizer"].get("streams") or ()
     _, seqs = load_data_dir(data_dir, get_label_set(exp.config["label_set"]), streams)
@@ -113,9 +111,6 @@ def write_pp_stats(exp_dir: Path, data_dir: Path, set_name: str) -> dict[str, An
 
 
 def plot(systems: list[dict[str, Any]], out: Path, title: str) -> None:
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
     labels = sorted({lab for s in systems for lab in s["curves"]},
                     key=lambda lab: list(systems[0]["curves"]).index(lab)
                     if lab in systems[0]["curves"] else 99)

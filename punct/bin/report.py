@@ -20,7 +20,13 @@ from punct.score.layouts import layout_plots, layout_tables
 from punct.score.plots import make_plots
 from punct.score.published import load_published
 from punct.score.results_md import build_results_md
-from punct.score.tables import build_tables, load_scores, write_table
+from punct.score.tables import (
+    build_tables,
+    load_scores,
+    summary_table,
+    without_published,
+    write_table,
+)
 
 
 def expand_scores(patterns: list[str]) -> list[Path]:
@@ -58,7 +64,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--results-md", help="RESULTS.md to write (default: <out-dir>/RESULTS.md)")
     p.add_argument("--title", default="Results", help="title of RESULTS.md")
     p.add_argument("--published", default="autopunct_2021",
-                   help="published figures to show beside ours ('none' for none)")
+                   help="published figures of the autopunct layout; 'none' leaves the "
+                        "published rows out of every layout")
     p.add_argument("--extra-json", action="append", default=[], metavar="NAME=PATH",
                    help="a JSON file rendered as a section of RESULTS.md (repeatable)")
     p.add_argument("--layouts", default="autopunct",
@@ -84,8 +91,11 @@ def run(args: argparse.Namespace, command: str) -> Path:
             tables += build_tables(scores, doc)
             plots += [] if args.no_plots else make_plots(scores, out_dir)
         else:
-            tables += layout_tables(name, scores)
+            layout = layout_tables(name, scores)
+            tables += layout if doc is not None else without_published(layout)
             plots += [] if args.no_plots else layout_plots(name, scores, out_dir)
+    if "autopunct" not in layouts:  # the summary (with the text metrics) comes with every report
+        tables.insert(0, summary_table(scores))
     files = {t.name: write_table(t, out_dir) for t in tables}
     md_path = Path(args.results_md) if args.results_md else out_dir / "RESULTS.md"
     text = build_results_md(title=args.title, command=command, md_path=md_path, scores=scores,

@@ -1,13 +1,17 @@
 """Restore punctuation and casing with a trained system.
 
-  python -m punct.bin.restore --exp-dir exp/X [INPUT ...] [-o OUT]
-      [--input-format text|ctm|textgrid|jsonl] [--output-format text|kaldi|jsonl|table]
+  punct-restore --exp-dir exp/X|--model EXPORTED_DIR [INPUT ...] [-o OUT]
+      [--input-format text|ctm|textgrid|jsonl|srt|vtt]
+      [--output-format text|kaldi|jsonl|table|srt|vtt]
+  (or python -m punct.bin.restore)
 
 INPUT: files (``-`` = stdin, the default); for TextGrids also directories. Input is
 read lazily and restored in batches of about ``--batch-words`` words, so unbounded
 input (a pipe) runs in bounded memory; a document longer than ``--block-words`` +
 ``--context-words`` is restored block by block. Text input: one document per line.
-CTM/TextGrid/JSONL-with-times give the model the pauses between words. See
+CTM/TextGrid/JSONL-with-times/SRT/WebVTT give the model the pauses between words; from
+them srt/vtt output writes subtitles with cues broken at the restored sentence ends.
+Symbols outside the label set pass through unchanged (counted on stderr). See
 docs/RESTORE.md for formats and examples.
 """
 
@@ -25,17 +29,30 @@ from punct.errors import MissingDataError, PunctInputError, report_error
 from punct.train.env import set_num_threads
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m punct.bin.restore", description=__doc__,
+def build_parser(prog: str = "punct-restore") -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("inputs", nargs="*", default=["-"], metavar="INPUT",
                         help="input files ('-' = stdin; default: stdin)")
-    parser.add_argument("--exp-dir", required=True, help="trained experiment directory")
+    parser.add_argument("--exp-dir", "--model", required=True,
+                        help="experiment dir, exported dir (punct-export) or Hub id")
+    parser.add_argument("--backend", choices=("torch", "onnx", "onnx-int8"), default="torch",
+                        help="onnx, onnx-int8: onnxruntime on an exported dir with model.onnx "
+                        "(punct-export --onnx [--quantize])")
     parser.add_argument("-o", "--output", default="-", help="output file ('-' = stdout)")
-    parser.add_argument("--input-format", choices=("text", "ctm", "textgrid", "jsonl"),
+    parser.add_argument("--input-format",
+                        choices=("text", "ctm", "textgrid", "jsonl", "srt", "vtt"),
                         default="text")
-    parser.add_argument("--output-format", choices=("text", "kaldi", "jsonl", "table"),
-                        default=None, help="default: text for text input, kaldi otherwise")
+    parser.add_argument("--output-format",
+                        choices=("text", "kaldi", "jsonl", "table", "srt", "vtt"), default=None,
+                        help="default: the input format for text/srt/vtt, kaldi otherwise; "
+                        "srt/vtt need timed input")
+    parser.add_argument("--max-cue-chars", type=int, default=84,
+                        help="srt/vtt output: most characters in a cue (default 84)")
+    parser.add_argument("--max-cue-seconds", type=float, default=7.0,
+                        help="srt/vtt output: longest cue in seconds (default 7)")
+    parser.add_argument("--line-chars", type=int, default=42,
+                        help="srt/vtt output: cue lines are wrapped at this length")
     parser.add_argument("--tier", default="words", help="TextGrid word tier (default: words)")
     parser.add_argument("--lang", default=None, help="language of documents without one")
     parser.add_argument("--checkpoint", default="best", choices=("best", "last"))
@@ -57,6 +74,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--context-words", type=int, default=None,
                         help="words of context either side of a block (default: the window)")
     parser.add_argument("--quiet", action="store_true", help="no summary line on stderr")
+    parser.add_argument("--verbose", action="store_true",
+                        help="show the encoder's loading progress bars and logs")
     return parser
 
 
@@ -94,8 +113,10 @@ def documents(args: argparse.Namespace) -> Iterator:
             doc.lang = doc.lang or args.lang
             yield doc
         return
-    reader = {"text": inputs.read_text, "ctm": inputs.read_ctm,
-              "jsonl": inputs.read_jsonl}[args.input_format]
+    from punct.infer import subtitles
+
+    reader = {"text": inputs.read_text, "ctm": inputs.read_ctm, "jsonl": inputs.read_jsonl,
+              "srt": subtitles.read_srt, "vtt": subtitles.read_vtt}[args.input_format]
     for name in args.inputs:
         with _open_in(name) as stream:
             for doc in reader(stream, name):
@@ -105,28 +126,26 @@ def documents(args: argparse.Namespace) -> Iterator:
 
 def run(args: argparse.Namespace) -> dict:
     """Restore all inputs into ``args.output``; return a summary."""
-    from punct.infer.decode import decode_settings, load_experiment, pick_device
+    from punct.api import Restorer
     from punct.infer.outputs import write_segments
-    from punct.infer.stream import Restorer
-    from punct.labels import get_label_set
+    from punct.infer.symbols import tally
 
-    device = pick_device(args.device)
-    exp = load_experiment(args.exp_dir, args.checkpoint, device)
-    streams = exp.config["featurizer"].get("streams") or ()
-    if streams:
-        raise PunctInputError(f"{args.exp_dir} needs acoustic feature streams {list(streams)}, "
-                              "which restore does not compute; decode a data dir instead")
-    st = decode_settings(exp.config, device, window=args.window, stride=args.stride,
-                         per_token=args.per_token, batch_size=args.batch_size,
-                         aggregate=args.aggregate, bf16=args.bf16, threshold=args.threshold)
-    restorer = Restorer(exp.model, exp.featurizer, get_label_set(exp.config["label_set"]), st,
-                        device, args.batch_words, args.block_words, args.context_words)
-    fmt = args.output_format or ("text" if args.input_format == "text" else "kaldi")
+    api = Restorer.from_pretrained(
+        args.exp_dir, device=args.device, backend=args.backend, checkpoint=args.checkpoint,
+        verbose=args.verbose, window=args.window, stride=args.stride, per_token=args.per_token,
+        batch_size=args.batch_size, aggregate=args.aggregate, bf16=args.bf16,
+        threshold=args.threshold, batch_words=args.batch_words, block_words=args.block_words,
+        context_words=args.context_words)
+    restorer, st, device = api.engine, api.settings, api.device
+    fmt = args.output_format or (args.input_format if args.input_format in ("text", "srt", "vtt")
+                                 else "kaldi")
+    cues = {"max_chars": args.max_cue_chars, "max_seconds": args.max_cue_seconds,
+            "line_chars": args.line_chars}
     start = time.perf_counter()
-    with _open_out(args.output) as out:
+    with _open_out(args.output) as out, tally() as symbols:
         docs = write_segments(restorer.restore(documents(args)), out, fmt,
-                              flush=args.output == "-")
-    return {"documents": docs, "words": restorer.words_done,
+                              flush=args.output == "-", cues=cues)
+    return {"documents": docs, "words": restorer.words_done, "symbols": symbols.message(),
             "seconds": time.perf_counter() - start, "model_seconds": restorer.seconds,
             "device": str(device), "window": st.window, "stride": st.stride, "bf16": st.bf16}
 
@@ -138,6 +157,8 @@ def main(argv: list[str] | None = None) -> int:
         info = run(args)
     except (PunctInputError, ValueError, KeyError) as err:
         return report_error("restore", err)
+    if info["symbols"]:
+        print(f"restore: {info['symbols']}", file=sys.stderr)
     if not args.quiet:
         rate = info["words"] / info["seconds"] if info["seconds"] > 0 else 0.0
         print(f"restore: {info['documents']} documents, {info['words']} words in "

@@ -15,8 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from punct.errors import MissingDataError, PunctInputError, report_error
+from punct.kaldi import read_utt2lang
 from punct.labels import LABEL_SETS, get_label_set
-from punct.score.metrics import DEFAULT_LANG_GROUPS, read_utt2lang, score_tables
+from punct.score.metrics import DEFAULT_LANG_GROUPS, score_tables
+from punct.score.text_metrics import text_metrics
 from punct.wordtable import read_word_table
 
 FORMAT = "punct-scores/1"
@@ -83,6 +85,7 @@ def build_scores(args: argparse.Namespace) -> dict[str, Any]:
         "counts": {"utterances": metrics["all"]["utterances"],
                    "words": metrics["all"]["words"]},
         "metrics": metrics,
+        "text": text_metrics(ref, hyp),
         "decode": decode,
     }
 
@@ -125,7 +128,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{doc['system']} on {doc['test_set']} ({doc['label_set']}): "
           f"{m['words']} words, micro-F1 {100 * m['micro_f1']:.1f}, "
           f"macro-F1 {100 * m['macro_f1']:.1f}, SER {ser}, "
-          f"cap micro-F1 {100 * m['cap_micro_f1']:.1f} -> {out}")
+          f"cap micro-F1 {100 * m['cap_micro_f1']:.1f}, BLEU {doc['text']['bleu']:.1f}, "
+          f"chrF {doc['text']['chrf']:.1f}, TER {doc['text']['ter']:.1f} -> {out}")
     return 0
 
 

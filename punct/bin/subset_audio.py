@@ -22,6 +22,7 @@ from pathlib import Path
 
 from punct.errors import MissingDataError, PunctInputError, report_error
 from punct.kaldi import c_sorted
+from punct.models.unipunc.withhold import select_withheld
 from punct.wordtable import read_text_lines, read_word_table, write_word_table
 
 
@@ -60,8 +61,6 @@ def subset_audio(src: Path, dst: Path, share: float, seed: int,
                  streams: Sequence[str] | None = None, keep_timings: bool = False
                  ) -> list[str]:
     """Write the mixed copy; returns the sorted withheld utterance ids."""
-    from punct.models.unipunc.withhold import select_withheld
-
     if not src.is_dir():
         raise MissingDataError("source data dir not found", src)
     if src.resolve() == dst.resolve():

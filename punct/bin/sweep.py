@@ -5,7 +5,7 @@ Nagy et al. 2021, Fig. 6).
       --out-dir results/sweep [--per-token 1 2 3 6 9] [--reps 3] [--aggregate mean|sum]
 
 For each system and N the data dir is decoded with stride = window // N
-(``punct.infer.windows.stride_for``), timed ``--reps`` times (interleaved over N, best
+(``punct.data.windows.stride_for``), timed ``--reps`` times (interleaved over N, best
 run kept) and scored. Runtime is relative to the smallest N (1 by default), as in
 Courtland's table. Writes to --out-dir: ``sweep.json``, ``sweep.csv`` (one row per system
 and N), ``sweep.md`` (Courtland Table 2 layout with the published figures beside ours)
@@ -78,8 +78,9 @@ def sweep_system(exp_dir: str, data_dir: str, per_token: list[int], reps: int,
         for n, st in settings.items():
             start = time.perf_counter()
             pred = predict_words(exp.model, exp.featurizer, seqs, st.window, st.stride,
-                                 st.batch_size, st.bf16, st.aggregate, device)
-            decisions = decide(pred, seqs, ls.labels, st.threshold)
+                                 st.batch_size, st.bf16, st.aggregate, device,
+                                 exclusive=st.exclusive)
+            decisions = decide(pred, seqs, ls.labels, st.threshold, st.exclusive)
             elapsed = time.perf_counter() - start
             if rep:
                 best[n] = min(best[n], elapsed)

@@ -13,11 +13,12 @@ import argparse
 import json
 import sys
 
+from punct.config import load_config
 from punct.errors import PunctInputError, report_error
 from punct.train.checkpoint import PREEMPTED_EXIT, TrainingPreempted
-from punct.train.config import load_config
 from punct.train.distributed import Dist, choose_device, detect_env, launch_local
 from punct.train.env import set_num_threads
+from punct.train.trainer import train_experiment
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -63,8 +64,6 @@ def main(argv: list[str] | None = None) -> int:
             return launch_local(nproc, command)
         threads = set_num_threads(args.num_threads)
         config = load_config(args.config, args.overrides)
-        from punct.train.trainer import train_experiment
-
         with Dist(env, choose_device(args.ngpu, env)) as dist:
             summary = train_experiment(config, args.train_dir, args.dev_dir, args.exp_dir,
                                        threads=threads, quiet=args.quiet, resume=args.resume,

@@ -1,4 +1,4 @@
-"""Word table -> model input sequences (``WordSeq``), with the label set applied.
+"""Word table -> model input sequences (``WordSeq``, cut into ``Window``), label set applied.
 
 Each utterance becomes one ``WordSeq``; ``offset`` numbers the words globally (in file
 order) so that the decoder can aggregate windows of many utterances at once.
@@ -8,14 +8,45 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from punct.errors import MissingDataError, PunctInputError
+from punct.kaldi import read_utt2lang
 from punct.labels import CAP_LABELS, LabelSet
-from punct.models.base import WordSeq
 from punct.wordtable import WordRow, read_word_table
+
+
+@dataclass
+class WordSeq:
+    """One utterance as model input and targets.
+
+    ``pauses`` holds seconds (NaN where unknown); ``punct`` a multi-hot matrix over the
+    label set in use (N, P); ``cap`` indices into CAP_LABELS (N,). Targets are zeros
+    at inference time. ``offset`` is the global index of the first word (set by
+    the caller so that windows of many utterances can be aggregated together).
+    """
+
+    utt_id: str
+    words: list[str]
+    pauses: np.ndarray
+    punct: np.ndarray
+    cap: np.ndarray
+    offset: int = 0
+    lang: str | None = None
+    feats: dict[str, np.ndarray] = field(default_factory=dict)
+    times: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return len(self.words)
+
+
+Window = dict[str, np.ndarray]
+"""One training or decoding window. Must contain ``word_ids`` (T,) int64: the
+global word index predicted at each position, or -1 where nothing is predicted
+(padding, non-initial sub-tokens, special tokens)."""
 
 
 def rows_to_seq(rows: Sequence[WordRow], label_set: LabelSet, offset: int = 0,
@@ -51,21 +82,6 @@ def table_to_seqs(utts: Mapping[str, Sequence[WordRow]], label_set: LabelSet,
     return seqs
 
 
-def read_utt2lang(path: Path) -> dict[str, str]:
-    """``utt2lang`` of a data dir (empty when the file is absent)."""
-    if not path.is_file():
-        return {}
-    out: dict[str, str] = {}
-    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        parts = line.split()
-        if not parts:
-            continue
-        if len(parts) != 2:
-            raise PunctInputError("expected '<utt_id> <lang>'", path, lineno)
-        out[parts[0]] = parts[1]
-    return out
-
-
 def attach_streams(seqs: Sequence[WordSeq], data_dir: Path, streams: Sequence[str]) -> None:
     """Attach acoustic feature matrices from ``<data_dir>/<stream>.scp`` (Kaldi ark/scp).
 
@@ -97,19 +113,6 @@ def load_data_dir(data_dir: str | Path, label_set: LabelSet, streams: Sequence[s
     utts = read_word_table(table)
     if not utts:
         raise PunctInputError("word table has no rows", table)
-    seqs = table_to_seqs(utts, label_set, read_utt2lang(data_dir / "utt2lang"))
+    seqs = table_to_seqs(utts, label_set, read_utt2lang(data_dir / "utt2lang", missing_ok=True))
     attach_streams(seqs, data_dir, streams)
     return utts, seqs
-
-
-def total_words(seqs: Sequence[WordSeq]) -> int:
-    """Number of words over all sequences."""
-    return sum(len(s) for s in seqs)
-
-
-def stack_targets(seqs: Sequence[WordSeq]) -> tuple[np.ndarray, np.ndarray]:
-    """Reference multi-hot marks (N, P) and cap indices (N,) in global word order."""
-    if not seqs:
-        return np.zeros((0, 0), dtype=np.float32), np.zeros(0, dtype=np.int64)
-    return (np.concatenate([s.punct for s in seqs], axis=0),
-            np.concatenate([s.cap for s in seqs], axis=0))

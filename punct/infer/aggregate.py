@@ -5,9 +5,11 @@ Two rules:
 - ``mean``: the mean of the probabilities over all predictions of a word (Nagy et al.;
   AutoPunct);
 - ``sum``: the sum of activations (logits) over predictions, turned back into
-  probabilities with a sigmoid (marks) or a softmax (capitalisation) (Courtland et al.).
+  probabilities with a sigmoid (marks of a multi-label set), a softmax over O (logit 0)
+  plus the marks (an exclusive set) or a softmax (capitalisation) (Courtland et al.).
   A family may hand its raw activations in ``Prediction.extra["punct_logits"]`` /
-  ``["cap_logits"]``; otherwise logit(p) and log(p) are used.
+  ``["cap_logits"]``; otherwise logit(p) (log(p / p_O) when exclusive) and log(p) are
+  used.
 """
 
 from __future__ import annotations
@@ -35,10 +37,12 @@ def _softmax(x: np.ndarray) -> np.ndarray:
 class Aggregator:
     """Accumulates window predictions for ``n_words`` words."""
 
-    def __init__(self, n_words: int, n_punct: int, with_cap: bool, mode: str = "mean"):
+    def __init__(self, n_words: int, n_punct: int, with_cap: bool, mode: str = "mean",
+                 exclusive: bool = False):
         if mode not in MODES:
             raise ValueError(f"unknown aggregation {mode!r} (known: {', '.join(MODES)})")
         self.mode = mode
+        self.exclusive = exclusive
         self.n_words = n_words
         self.counts = np.zeros(n_words, dtype=np.int64)
         self.punct = np.zeros((n_words, n_punct), dtype=np.float64)
@@ -57,8 +61,13 @@ class Aggregator:
         np.add.at(self.counts, idx, 1)
         p = np.asarray(punct, dtype=np.float64).reshape(len(ids), -1)[keep]
         if self.mode == "sum":
-            p = (np.asarray(punct_logits, dtype=np.float64).reshape(len(ids), -1)[keep]
-                 if punct_logits is not None else _logit(p))
+            if punct_logits is not None:
+                p = np.asarray(punct_logits, dtype=np.float64).reshape(len(ids), -1)[keep]
+            elif self.exclusive:
+                p_o = np.clip(1.0 - p.sum(axis=1, keepdims=True), EPS, 1.0)
+                p = np.log(np.clip(p, EPS, 1.0)) - np.log(p_o)
+            else:
+                p = _logit(p)
         np.add.at(self.punct, idx, p)
         if self.cap is not None:
             if cap is None:
@@ -80,6 +89,9 @@ class Aggregator:
         if self.mode == "mean":
             punct = self.punct / self.counts[:, None]
             cap = self.cap / self.counts[:, None] if self.cap is not None else None
+        elif self.exclusive:
+            punct = _softmax(np.pad(self.punct, ((0, 0), (1, 0))))[:, 1:]
+            cap = _softmax(self.cap) if self.cap is not None else None
         else:
             punct = _sigmoid(self.punct)
             cap = _softmax(self.cap) if self.cap is not None else None

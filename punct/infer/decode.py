@@ -3,8 +3,11 @@
 sequences -> featurizer windows (``window``, ``stride``: window/stride predictions per
 word) -> batches across windows and utterances -> ``PunctModel.predict`` (optionally
 under bf16 autocast) -> aggregation by ``word_ids`` (mean of probabilities, or sum of
-activations) -> per-word decisions: a mark is predicted when its probability is at
-least ``threshold`` (0.5; multi-label), the capitalisation class by argmax.
+activations) -> per-word decisions: for an exclusive label set (iwslt4, moro2) the argmax
+over O (one minus the marks' probabilities) and the marks; for a multi-label set a mark
+is predicted when its probability is at least its threshold (``decode.threshold``, 0.5,
+or the per-mark thresholds tuned on dev and stored in ``thresholds.json``); the
+capitalisation class by argmax.
 
 Families that do not model capitalisation (``Prediction.cap is None``, e.g. BRNN) get
 their cap column from a rule: FIRST_CAP at the start of an utterance and after a
@@ -14,6 +17,7 @@ JSON then says ``cap_modelled: false`` so the scorer can show n/a.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -24,11 +28,13 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
+from punct.config import decode_window, load_config
+from punct.data.windows import batched, stride_for
+from punct.errors import MissingDataError
 from punct.infer.aggregate import Aggregator
 from punct.infer.precision import resolve_bf16
-from punct.infer.windows import batched
-from punct.labels import CAP_LABELS, OPENING_LABELS, apply_cap
-from punct.models.base import Featurizer, PunctModel, WordSeq
+from punct.labels import CAP_LABELS, OPENING_LABELS, apply_cap, get_label_set
+from punct.models.base import Featurizer, PunctModel, Registry, WordSeq
 from punct.wordtable import WordRow
 
 SENTENCE_FINAL = frozenset({"PERIOD", "QUESTION", "EXCLAMATION", "ELLIPSIS"})
@@ -60,10 +66,11 @@ def _to_numpy(x: torch.Tensor | None) -> np.ndarray | None:
 def predict_words(model: PunctModel, featurizer: Featurizer, seqs: Sequence[WordSeq],
                   window: int, stride: int, batch_size: int = 32, bf16: bool | str = False,
                   aggregate: str = "mean", device: torch.device | str = "cpu",
-                  progress: bool = False) -> WordPredictions:
+                  progress: bool = False, exclusive: bool = False) -> WordPredictions:
     """Run the model over all windows of ``seqs`` and aggregate per word.
 
-    ``bf16``: True/False or ``auto``/``on``/``off`` (see ``punct.infer.precision``).
+    ``bf16``: True/False or ``auto``/``on``/``off`` (see ``punct.infer.precision``);
+    ``exclusive``: the marks are the shares of one softmax (``sum`` aggregation).
     """
     device = torch.device(device)
     use_bf16 = resolve_bf16(bf16, device)
@@ -87,7 +94,8 @@ def predict_words(model: PunctModel, featurizer: Featurizer, seqs: Sequence[Word
                                     enabled=use_bf16):
                     pred = model.predict(batch)
                 if agg is None:
-                    agg = Aggregator(n_words, n_labels, pred.cap is not None, aggregate)
+                    agg = Aggregator(n_words, n_labels, pred.cap is not None, aggregate,
+                                     exclusive)
                 agg.add(batch["word_ids"].cpu().numpy(), _to_numpy(pred.punct),
                         _to_numpy(pred.cap), _to_numpy(pred.extra.get("punct_logits")),
                         _to_numpy(pred.extra.get("cap_logits")))
@@ -102,10 +110,31 @@ def predict_words(model: PunctModel, featurizer: Featurizer, seqs: Sequence[Word
                            use_bf16)
 
 
+def exclusive_marks(punct: np.ndarray) -> np.ndarray:
+    """One mark or none per word: the argmax over [O, marks], O's probability being one
+    minus the marks'."""
+    p_o = 1.0 - punct.sum(axis=1, keepdims=True)
+    best = np.concatenate([p_o, punct], axis=1).argmax(axis=1)
+    marks = np.zeros(punct.shape, dtype=bool)
+    chosen = np.flatnonzero(best > 0)
+    marks[chosen, best[chosen] - 1] = True
+    return marks
+
+
 def decide(pred: WordPredictions, seqs: Sequence[WordSeq], labels: Sequence[str],
-           threshold: float = 0.5) -> tuple[np.ndarray, np.ndarray]:
-    """Per-word decisions: marks (N, P) bool and cap indices (N,) into CAP_LABELS."""
-    marks = pred.punct >= threshold
+           threshold: float | Sequence[float] = 0.5, exclusive: bool = False
+           ) -> tuple[np.ndarray, np.ndarray]:
+    """Per-word decisions: marks (N, P) bool and cap indices (N,) into CAP_LABELS.
+
+    ``exclusive``: argmax over O and the marks; otherwise each mark at or above its
+    threshold (one value, or one per mark)."""
+    if exclusive:
+        marks = exclusive_marks(pred.punct)
+    else:
+        thr = np.asarray(threshold, dtype=np.float64)
+        if thr.ndim and thr.shape != (pred.punct.shape[1],):
+            raise ValueError(f"{thr.shape[0]} thresholds for {pred.punct.shape[1]} marks")
+        marks = pred.punct >= thr
     if pred.cap is not None:
         return marks, pred.cap.argmax(axis=1).astype(np.int64)
     return marks, rule_caps(marks, seqs, labels)
@@ -161,7 +190,8 @@ def hypothesis_rows(utts: Mapping[str, Sequence[WordRow]], seqs: Sequence[WordSe
 
 def decode_info(pred: WordPredictions, n_words: int, n_utts: int, device: torch.device,
                 batch_size: int, window: int, stride: int, bf16: bool, aggregate: str,
-                threshold: float) -> dict[str, Any]:
+                threshold: float | Sequence[float], exclusive: bool = False
+                ) -> dict[str, Any]:
     """The throughput record written next to a hypothesis table."""
     return {
         "words": n_words,
@@ -177,9 +207,26 @@ def decode_info(pred: WordPredictions, n_words: int, n_utts: int, device: torch.
         "predictions_per_word": round(float(pred.counts.mean()), 3) if n_words else 0.0,
         "bf16": bf16,
         "aggregate": aggregate,
-        "threshold": threshold,
+        "decision": "argmax" if exclusive else "threshold",
+        "threshold": None if exclusive else (
+            threshold if isinstance(threshold, float) else [float(t) for t in threshold]),
         "cap_modelled": pred.cap is not None,
     }
+
+
+THRESHOLDS_FILE = "thresholds.json"
+
+
+def read_thresholds(exp_dir: str | Path, label_set: str) -> dict[str, float] | None:
+    """Per-mark thresholds tuned on dev (``thresholds.json`` of the experiment), if any."""
+    path = Path(exp_dir) / THRESHOLDS_FILE
+    if not path.is_file():
+        return None
+    data = json.loads(path.read_text(encoding="utf-8"))
+    if data.get("label_set") != label_set:
+        raise ValueError(f"{path}: thresholds for label set {data.get('label_set')!r}, "
+                         f"the model uses {label_set!r}")
+    return {str(k): float(v) for k, v in data["thresholds"].items()}
 
 
 @dataclass
@@ -195,10 +242,6 @@ class Experiment:
 def load_experiment(exp_dir: str | Path, checkpoint: str = "best",
                     device: torch.device | str = "cpu") -> Experiment:
     """Rebuild config, featurizer and model of ``exp_dir`` and load ``<checkpoint>.pt``."""
-    import punct.models  # noqa: F401  (registers the families)
-    from punct.errors import MissingDataError
-    from punct.models.base import Registry
-    from punct.train.config import load_config
 
     exp_dir = Path(exp_dir)
     config = load_config(exp_dir / "config.yaml")
@@ -211,6 +254,9 @@ def load_experiment(exp_dir: str | Path, checkpoint: str = "best",
     model = family.make_model(config, featurizer)
     state = torch.load(ckpt_path, map_location="cpu", weights_only=True)
     model.load_state_dict(state["model"])
+    tuned = read_thresholds(exp_dir, config["label_set"])
+    if tuned is not None:
+        config["decode"]["thresholds"] = tuned
     model.to(torch.device(device))
     model.eval()
     return Experiment(config, featurizer, model, exp_dir)
@@ -225,7 +271,8 @@ class DecodeSettings:
     batch_size: int
     aggregate: str
     bf16: bool
-    threshold: float
+    threshold: float | tuple[float, ...]
+    exclusive: bool = False
 
     @property
     def per_token(self) -> float:
@@ -240,11 +287,9 @@ def decode_settings(config: dict[str, Any], device: torch.device | str = "cpu", 
                     threshold: float | None = None) -> DecodeSettings:
     """The config's ``decode`` section with explicit overrides (None = keep the config's).
 
-    ``per_token`` N sets ``stride = window // N`` (``punct.infer.windows.stride_for``) and
+    ``per_token`` N sets ``stride = window // N`` (``punct.data.windows.stride_for``) and
     cannot be combined with ``stride``; bf16 ``auto`` is resolved for ``device``.
     """
-    from punct.infer.windows import stride_for
-    from punct.train.config import decode_window
 
     dec = config.get("decode") or {}
     cfg_window, cfg_stride = decode_window(config)
@@ -263,5 +308,12 @@ def decode_settings(config: dict[str, Any], device: torch.device | str = "cpu", 
     if mode not in ("mean", "sum"):
         raise ValueError(f"unknown aggregation {mode!r} (known: mean, sum)")
     use_bf16 = resolve_bf16(dec.get("bf16", False) if bf16 is None else bf16, device)
-    thr = float(dec.get("threshold", 0.5)) if threshold is None else float(threshold)
-    return DecodeSettings(int(window), int(stride), size, mode, use_bf16, thr)
+    label_set = get_label_set(config["label_set"])
+    thr: float | tuple[float, ...] = float(dec.get("threshold", 0.5))
+    if threshold is not None:
+        thr = float(threshold)
+    elif dec.get("thresholds"):
+        tuned = dec["thresholds"]
+        thr = tuple(float(tuned.get(lab, thr)) for lab in label_set.labels)
+    return DecodeSettings(int(window), int(stride), size, mode, use_bf16, thr,
+                          label_set.exclusive)

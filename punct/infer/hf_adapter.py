@@ -46,10 +46,19 @@ def pair_labels(labels: Sequence[str]) -> list[str]:
     return [f"B-{mark}+{cap}" for mark in ("O", *labels) for cap in CAP_LABELS]
 
 
-def pair_logits(punct: np.ndarray, cap: np.ndarray | None) -> np.ndarray:
-    """(N, P) mark probabilities and (N, 3) casing probabilities -> (N, (P+1)*3) logits."""
+def pair_logits(punct: np.ndarray, cap: np.ndarray | None, exclusive: bool = False
+                ) -> np.ndarray:
+    """(N, P) mark probabilities and (N, 3) casing probabilities -> (N, (P+1)*3) logits.
+
+    A mark's logit against "no mark" is log(p / (1 - p)) for independent marks, and
+    log(p / p_O) for an exclusive label set (O's probability is one minus the marks')."""
     p = np.clip(punct.astype(np.float64), EPS, 1 - EPS)
-    marks = np.concatenate([np.zeros((len(p), 1)), np.log(p) - np.log1p(-p)], axis=1)
+    if exclusive:
+        p_o = np.clip(1.0 - punct.astype(np.float64).sum(axis=1, keepdims=True), EPS, 1.0)
+        odds = np.log(p) - np.log(p_o)
+    else:
+        odds = np.log(p) - np.log1p(-p)
+    marks = np.concatenate([np.zeros((len(p), 1)), odds], axis=1)
     if cap is None:
         caps = np.zeros((len(p), len(CAP_LABELS)))
         caps[:, 1:] = -1e4  # casing not modelled: O here, the rule decides later
@@ -156,10 +165,11 @@ class PunctTokenClassifier(PreTrainedModel):
             pred = predict_words(self.punct_model, self.featurizer,
                                  [s for s in seqs if len(s)], window, window,
                                  batch_size=max(1, ids.shape[0]), bf16=self.use_bf16,
-                                 aggregate=self.aggregate, device=input_ids.device)
+                                 aggregate=self.aggregate, device=input_ids.device,
+                                 exclusive=self.label_set.exclusive)
             inner = pred.seconds
             self.cap_modelled = pred.cap is not None
-            word_logits = pair_logits(pred.punct, pred.cap)
+            word_logits = pair_logits(pred.punct, pred.cap, self.label_set.exclusive)
             for b, seq in enumerate(seqs):
                 for j, pos in enumerate(positions[b]):
                     logits[b, pos] = word_logits[seq.offset + j]

@@ -2,11 +2,16 @@
 
 Every reader is lazy: lines are read one at a time, and a CTM recording's words are
 handed out while later lines are still unread (one word of lookahead, for its pause).
-Words are lower-cased and stripped of punctuation marks (``punct.labels.parse_text``),
-so already punctuated input is accepted and re-punctuated. Pauses come from the
-timings: ``pause_after = start(next) - end(this)`` (never negative); the last word of a
-TextGrid gets the silence up to the end of the grid, the last word of a CTM recording
-or JSONL record none (unknown).
+Words are lower-cased and stripped of punctuation marks (``punct.infer.symbols``),
+so already punctuated input is accepted and re-punctuated; symbols the label set does
+not know (emoji, CJK, maths signs, URLs) pass through unchanged, inside a word or as one.
+Pauses come from the timings by the one formula of training, :func:`punct.data.timed.pauses`:
+``start(next) - end(this)`` to the millisecond, overlaps within 1 ms clipped to 0 and
+larger ones an error naming the file and line, and the last word of every document (a
+CTM recording, a TextGrid, a JSONL record) gets ``END_OF_DOCUMENT_PAUSE``, exactly as
+the last word of an utterance in ``words.tsv``. A document restored from a CTM
+therefore reaches the model with the same inputs as the same utterance decoded from its
+data dir (stage 6).
 
 - text: one document per line, ids ``<file>:<line>`` (``-:<line>`` for stdin).
 - ctm: ``<reco> <chan> <start> <dur> <word> [<conf>]``; one document per recording,
@@ -22,15 +27,17 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
 from punct.align.ctm import SILENCE_TOKENS, parse_ctm_fields
 from punct.align.textgrid import read_textgrid, textgrid_words
+from punct.data.timed import TimedWord, iter_pauses
 from punct.errors import MissingDataError, PunctInputError
 from punct.infer.stream import Document, InputWord
-from punct.labels import parse_text
+from punct.infer.symbols import split_words
 
 FORMATS = ("text", "ctm", "textgrid", "jsonl")
 
@@ -49,18 +56,48 @@ def iter_lines(stream: BinaryIO, name: str) -> Iterator[tuple[int, str]]:
 
 
 def text_words(text: str, name: str, line: int) -> list[str]:
-    """Lower-cased words of a (possibly punctuated) text; marks alone give none."""
-    if not any(ch.isalnum() for ch in text):
-        return []
-    return [tok.word for tok in parse_text(text, name, line)]
+    """Lower-cased words of a (possibly punctuated) text; marks alone give none.
+
+    Tolerant (``punct.infer.symbols``): symbols outside the label set never stop a run; a
+    word holding one passes through with its exact form and is counted. ``name`` and
+    ``line`` are kept for the readers' error messages.
+    """
+    del name, line
+    return split_words(text)
 
 
-def _pauses(words: list[tuple[str, float, float]], tail: float | None) -> list[InputWord]:
-    out = []
-    for i, (w, start, end) in enumerate(words):
-        nxt = words[i + 1][1] - end if i + 1 < len(words) else tail
-        out.append(InputWord(w, start, end, None if nxt is None else max(0.0, nxt)))
-    return out
+def split_span(words: list[str], start: float, end: float, line: int | None
+               ) -> list[TimedWord]:
+    """The words of one timed token (a TextGrid interval or JSONL item holding several
+    words) share its span in proportion to their lengths, contiguously (no pause
+    between them, none overlapping)."""
+    total = sum(len(w) for w in words) or 1
+    cuts = [start]
+    for w in words[:-1]:
+        cuts.append(cuts[-1] + (end - start) * (len(w) / total))
+    cuts.append(end)
+    return [TimedWord(w, cuts[k], cuts[k + 1], line) for k, w in enumerate(words)]
+
+
+OVERLAPS_SHOWN = 3
+
+
+def note_overlap(message: str, _count: list[int] = [0]) -> None:  # noqa: B006 (a counter)
+    """Overlapping words in a user's timings (ASR output has them): the pause is 0, the job
+    goes on, and stderr says so (the first few in full, then a count every 100)."""
+    _count[0] += 1
+    if _count[0] <= OVERLAPS_SHOWN:
+        print(f"restore: {message}; pause set to 0", file=sys.stderr)
+    elif _count[0] % 100 == 0:
+        print(f"restore: {_count[0]} overlapping words so far (pause 0)", file=sys.stderr)
+
+
+def with_pauses(words: Iterable[TimedWord], end_of_audio: float | None, doc_id: str,
+                name: str | Path) -> Iterator[InputWord]:
+    """Input words with their pauses (:func:`punct.data.timed.iter_pauses`), lazily;
+    overlapping words get a pause of 0 and a note on stderr (:func:`note_overlap`)."""
+    for w, pause in iter_pauses(words, end_of_audio, doc_id, name, on_overlap=note_overlap):
+        yield InputWord(w.word, w.start, w.end, pause)
 
 
 # ----------------------------------------------------------------------------- text
@@ -94,7 +131,7 @@ class _CtmReader:
             reco, word, start, dur = parse_ctm_fields(text, self.name, lineno)
             if word.lower() in SILENCE_TOKENS:
                 continue
-            return reco, word, start, start + dur, lineno
+            return reco, word, start, round(start + dur, 9), lineno  # as read_ctm
         self.exhausted = True
         return None
 
@@ -109,20 +146,21 @@ class _CtmReader:
             yield Document(reco, self._words(reco))
 
     def _words(self, reco: str) -> Iterator[InputWord]:
-        prev: tuple[str, float, float] | None = None
+        return with_pauses(self._timed(reco), None, f"recording {reco}", self.name)
+
+    def _timed(self, reco: str) -> Iterator[TimedWord]:
+        prev_start: float | None = None
         while self.pending is not None and self.pending[0] == reco:
             _, raw, start, end, lineno = self.pending
             words = text_words(raw, self.name, lineno)
-            if prev is not None and start < prev[1] - 1e-6:
+            if prev_start is not None and start < prev_start - 1e-6:
                 raise PunctInputError(f"word {raw!r} starts at {start} before the previous "
-                                      f"word ({prev[1]}): not in time order", self.name, lineno)
+                                      f"word ({prev_start}): not in time order", self.name,
+                                      lineno)
             if words:  # (a mark alone is skipped)
-                if prev is not None:
-                    yield InputWord(prev[0], prev[1], prev[2], max(0.0, start - prev[2]))
-                prev = (" ".join(words), start, end)
-            self.pending = self._next()
-        if prev is not None:
-            yield InputWord(prev[0], prev[1], prev[2], None)
+                prev_start = start
+                yield TimedWord(" ".join(words), start, end, lineno)
+            self.pending = self._next()  # after the yield: one line of lookahead, no more
 
 
 def read_ctm(stream: BinaryIO, name: str) -> Iterator[Document]:
@@ -149,12 +187,12 @@ def textgrid_files(paths: Iterable[str | Path]) -> list[Path]:
 def read_textgrid_doc(path: Path, tier: str = "words") -> Document:
     """One document: the words of ``tier``, pauses from the intervals."""
     grid = read_textgrid(path)
-    timed: list[tuple[str, float, float]] = []
+    timed: list[TimedWord] = []
     for w in textgrid_words(grid, tier):
-        for word in text_words(w.word, str(path), w.line or 0):
-            timed.append((word, w.start, w.end))
-    tail = grid.xmax - timed[-1][2] if timed else None
-    return Document(path.name.removesuffix(".TextGrid"), _pauses(timed, tail))
+        timed.extend(split_span(text_words(w.word, str(path), w.line or 0), w.start, w.end,
+                                w.line))
+    doc_id = path.name.removesuffix(".TextGrid")
+    return Document(doc_id, list(with_pauses(timed, grid.xmax, f"TextGrid {doc_id}", path)))
 
 
 # ----------------------------------------------------------------------------- jsonl
@@ -168,7 +206,7 @@ def _json_words(obj: dict[str, Any], name: str, line: int) -> list[InputWord]:
     words = obj.get("words")
     if not isinstance(words, list):
         raise PunctInputError("a record needs 'text' (a string) or 'words' (a list)", name, line)
-    timed: list[tuple[str, float, float]] = []
+    timed: list[TimedWord] = []
     plain: list[str] = []
     for k, item in enumerate(words):
         if isinstance(item, str):
@@ -184,10 +222,12 @@ def _json_words(obj: dict[str, Any], name: str, line: int) -> list[InputWord]:
                                   line) from None
         if not (math.isfinite(start) and math.isfinite(end)) or end < start:
             raise PunctInputError(f"words[{k}]: bad times start={start} end={end}", name, line)
-        timed.extend((w, start, end) for w in text_words(item["word"], name, line))
+        timed.extend(split_span(text_words(item["word"], name, line), start, end, line))
     if plain and timed:
         raise PunctInputError("mix of plain and timed words in one record", name, line)
-    return [InputWord(w) for w in plain] if plain else _pauses(timed, None)
+    if plain:
+        return [InputWord(w) for w in plain]
+    return list(with_pauses(timed, None, f"record {obj.get('id', line)}", name))
 
 
 def read_jsonl(stream: BinaryIO, name: str) -> Iterator[Document]:

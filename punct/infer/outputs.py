@@ -5,19 +5,25 @@
 - ``kaldi``: ``<id> <text>`` per document (like ``data/<set>/text``);
 - ``jsonl``: ``{"id", "text", "words": [{"word", "form", "punct", "cap", "start", "end",
   "pause_after"}]}`` per document (a document is held until its last segment);
-- ``table``: the word table (``punct.wordtable`` columns, header first), streamed.
+- ``table``: the word table (``punct.wordtable`` columns, header first), streamed;
+- ``srt``/``vtt``: subtitles from timed words, cues broken at the restored sentence ends
+  (``punct.infer.subtitles``; ``cues``: ``max_chars``, ``max_seconds``, ``line_chars``).
+
+JSONL records also carry ``sentences``: the restored text cut after every sentence-final
+mark.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any, TextIO
 
 from punct.infer.stream import Segment
-from punct.wordtable import COLUMNS, WordRow, _format_row, render_rows
+from punct.infer.subtitles import SubtitleWriter, sentences
+from punct.wordtable import COLUMNS, WordRow, format_row, render_rows
 
-FORMATS = ("text", "kaldi", "jsonl", "table")
+FORMATS = ("text", "kaldi", "jsonl", "table", "srt", "vtt")
 
 
 def _row_json(row: WordRow) -> dict[str, Any]:
@@ -26,16 +32,23 @@ def _row_json(row: WordRow) -> dict[str, Any]:
 
 
 def write_segments(segments: Iterable[Segment], out: TextIO, fmt: str = "text",
-                   flush: bool = False) -> int:
+                   flush: bool = False, cues: Mapping[str, Any] | None = None) -> int:
     """Write ``segments`` in ``fmt``; return the number of documents written."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown output format {fmt!r} (known: {', '.join(FORMATS)})")
     docs = 0
     held: list[WordRow] = []
+    subs = SubtitleWriter(out, fmt == "vtt", **(cues or {})) if fmt in ("srt", "vtt") else None
     if fmt == "table":
         out.write("\t".join(COLUMNS) + "\n")
     for seg in segments:
-        if fmt in ("text", "kaldi"):
+        if subs is not None:
+            if seg.first:
+                subs.start_document(seg.doc_id)
+            subs.add(seg.rows)
+            if seg.last:
+                subs.end_document()
+        elif fmt in ("text", "kaldi"):
             text = render_rows(seg.rows)
             if seg.first and fmt == "kaldi":
                 out.write(seg.doc_id + (" " if text else ""))
@@ -46,11 +59,12 @@ def write_segments(segments: Iterable[Segment], out: TextIO, fmt: str = "text",
                 out.write("\n")
         elif fmt == "table":
             for r in seg.rows:
-                out.write(_format_row(r) + "\n")
+                out.write(format_row(r) + "\n")
         else:
             held.extend(seg.rows)
             if seg.last:
                 record = {"id": seg.doc_id, "text": render_rows(held),
+                          "sentences": sentences(held),
                           "words": [_row_json(r) for r in held]}
                 out.write(json.dumps(record, ensure_ascii=False) + "\n")
                 held = []

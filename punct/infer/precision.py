@@ -11,6 +11,8 @@ from pathlib import Path
 
 import torch
 
+from punct.config import PRECISIONS
+
 BF16_CPU_FLAGS = frozenset({"avx512_bf16", "amx_bf16"})
 CHOICES = ("auto", "on", "off")
 
@@ -52,3 +54,32 @@ def resolve_bf16(setting: bool | str | None, device: torch.device | str,
     if text == "auto":
         return bf16_supported(device, cpuinfo)
     raise ValueError(f"bf16 must be one of {', '.join(CHOICES)} (or true/false), got {setting!r}")
+
+
+AUTOCAST_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": None}
+
+
+def resolve_precision(setting: str | None, device: torch.device | str,
+                      cpuinfo: str | Path = "/proc/cpuinfo") -> str:
+    """``train.precision`` for ``device``: ``bf16``, ``fp16`` or ``fp32``.
+
+    ``auto``: bf16 on CPUs with AVX512-BF16/AMX and on CUDA devices with bf16, fp16 (with
+    a gradient scaler) on older CUDA devices, fp32 elsewhere (a CPU without native bf16
+    runs bf16 autocast several times slower than fp32). An explicit value is obeyed.
+    """
+    text = "auto" if setting is None else str(setting).strip().lower()
+    if text not in PRECISIONS:
+        raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, got {setting!r}")
+    if text != "auto":
+        return text
+    device = torch.device(device)
+    if bf16_supported(device, cpuinfo):
+        return "bf16"
+    if device.type == "cuda" and torch.cuda.is_available():
+        return "fp16"
+    return "fp32"
+
+
+def autocast_dtype(precision: str) -> torch.dtype | None:
+    """The autocast dtype of a resolved precision (None: no autocast)."""
+    return AUTOCAST_DTYPES[precision]

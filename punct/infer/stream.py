@@ -25,6 +25,7 @@ import numpy as np
 import torch
 
 from punct.infer.decode import DecodeSettings, decide, ordered_marks, predict_words
+from punct.infer.symbols import is_passthrough
 from punct.labels import CAP_LABELS, LabelSet, apply_cap
 from punct.models.base import Featurizer, PunctModel, WordSeq
 from punct.wordtable import WordRow
@@ -32,7 +33,8 @@ from punct.wordtable import WordRow
 
 @dataclass(frozen=True)
 class InputWord:
-    """One input word: lower-cased, marks stripped; times in seconds when known."""
+    """One input word: lower-cased, marks stripped; times in seconds when known. A word
+    holding symbols outside the label set keeps its exact form (``punct.infer.symbols``)."""
 
     word: str
     start: float | None = None
@@ -143,7 +145,7 @@ class Restorer:
             pauses = np.array([_nan(w.pause_after) for w in unit.words], dtype=np.float32)
             times = np.array([[_nan(w.start), _nan(w.end)] for w in unit.words],
                              dtype=np.float64).reshape(n, 2)
-            unit.seq = WordSeq(unit.doc_id, [w.word for w in unit.words], pauses,
+            unit.seq = WordSeq(unit.doc_id, [w.word.lower() for w in unit.words], pauses,
                                np.zeros((n, n_labels), dtype=np.float32),
                                np.zeros(n, dtype=np.int64), offset, unit.lang, times=times)
             seqs.append(unit.seq)
@@ -152,9 +154,11 @@ class Restorer:
         if seqs:
             st = self.settings
             pred = predict_words(self.model, self.featurizer, seqs, st.window, st.stride,
-                                 st.batch_size, st.bf16, st.aggregate, self.device)
+                                 st.batch_size, st.bf16, st.aggregate, self.device,
+                                 exclusive=st.exclusive)
             self.seconds += pred.seconds
-            marks, caps = decide(pred, seqs, self.label_set.labels, st.threshold)
+            marks, caps = decide(pred, seqs, self.label_set.labels, st.threshold,
+                                 st.exclusive)
         for unit in units:
             rows: list[WordRow] = []
             if unit.seq is not None and marks is not None and caps is not None:
@@ -163,8 +167,8 @@ class Restorer:
                     g = unit.seq.offset + i
                     w = unit.words[i]
                     cap = CAP_LABELS[int(caps[g])]
-                    rows.append(WordRow(unit.doc_id, unit.doc_start + i, w.word,
-                                        apply_cap(w.word, cap),
+                    form = w.word if is_passthrough(w.word) else apply_cap(w.word, cap)
+                    rows.append(WordRow(unit.doc_id, unit.doc_start + i, w.word.lower(), form,
                                         ordered_marks(marks[g], self.label_set.labels), cap,
                                         w.start, w.end, w.pause_after))
                 unit.seq = None

@@ -1,15 +1,23 @@
-"""The backend interface of the launcher and the registry of backends (local, slurm)."""
+"""The backend interface of the launcher, :func:`get_backend` and :func:`run_jobs`.
+
+Backends (local, slurm) are named in the ``backend`` table of :mod:`punct.registry`.
+"""
 
 from __future__ import annotations
 
 import os
 import sys
 from abc import ABC, abstractmethod
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from punct.launch.jobs import Job, LaunchError, Resources, job_environment
+from punct.launch.jobs import Job, JobsCancelled, LaunchError, Resources, job_environment
+from punct.registry import UnknownNameError, lookup
+
+POLL_SECONDS = 0.5
+"""How long one backend.wait call may block before ``stop`` is asked again."""
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]
 """The directory holding the ``punct`` package (put on PYTHONPATH of the job wrapper)."""
@@ -63,11 +71,9 @@ class Backend(ABC):
     ) -> list[JobHandle]:
         """Run ``jobs`` to the end (at most ``max_jobs_run`` at once); handles in job order.
 
-        The default submits them one by one (:func:`punct.launch.scheduler.run_jobs`);
-        a scheduler backend may submit them all at once as an array.
+        The default submits them one by one (:func:`run_jobs`); a scheduler backend may
+        submit them all at once as an array.
         """
-        from punct.launch.scheduler import run_jobs
-
         return run_jobs(self, jobs, max_jobs_run, stop)
 
     @abstractmethod
@@ -106,37 +112,48 @@ def wrapper_environment() -> dict[str, str]:
     return env
 
 
-def _local(resources: Resources, placement: Placement) -> Backend:
-    from punct.launch.local import LocalBackend
-
-    if placement.ntasks is not None and placement.ntasks > 1:
-        raise LaunchError(
-            f"--ntasks {placement.ntasks} needs --backend slurm (it runs the command under "
-            "srun); on one machine start the processes yourself, e.g. the trainer's --ngpu N"
-        )
-    return LocalBackend(resources)
-
-
-def _slurm(resources: Resources, placement: Placement) -> Backend:
-    from punct.launch.slurm import SlurmBackend
-
-    return SlurmBackend(resources, placement)
-
-
-BACKENDS: dict[str, Callable[[Resources, Placement], Backend]] = {
-    "local": _local,
-    "slurm": _slurm,
-}
-
-
 def get_backend(name: str, resources: Resources, placement: Placement | None = None) -> Backend:
-    """Build the backend called ``name``; LaunchError for unknown ones or bad options.
+    """Build the backend called ``name`` (the ``backend`` table of :mod:`punct.registry`).
 
-    The slurm backend also raises PunctInputError/MissingDataError for its config file.
+    LaunchError for unknown ones or bad options; the slurm backend also raises
+    PunctInputError/MissingDataError for its config file.
     """
     try:
-        factory = BACKENDS[name]
-    except KeyError:
-        known = ", ".join(sorted(BACKENDS))
-        raise LaunchError(f"unknown backend '{name}' (known: {known})") from None
-    return factory(resources, placement if placement is not None else Placement())
+        backend_class = lookup("backend", name)
+    except UnknownNameError as err:
+        raise LaunchError(str(err)) from None
+    return backend_class(resources, placement if placement is not None else Placement())
+
+
+def run_jobs(
+    backend: Backend,
+    jobs: Sequence[Job],
+    max_jobs_run: int | None = None,
+    stop: Callable[[], bool] = lambda: False,
+) -> list[JobHandle]:
+    """Submit ``jobs`` in order, keeping at most ``max_jobs_run`` running (None: all at once).
+
+    Returns the finished handles in job order. When ``stop()`` turns true (e.g. a
+    signal was received) or the loop fails, the running jobs are cancelled; then
+    :class:`JobsCancelled` (or the failure) is raised.
+    """
+    limit = len(jobs) if max_jobs_run is None or max_jobs_run <= 0 else max_jobs_run
+    pending = deque(jobs)
+    running: list[JobHandle] = []
+    finished: list[JobHandle] = []
+    try:
+        while pending or running:
+            while pending and len(running) < limit and not stop():
+                job = pending.popleft()
+                job.log.parent.mkdir(parents=True, exist_ok=True)
+                running.append(backend.submit(job))
+            if stop():
+                raise JobsCancelled(f"cancelled {len(running)} running job(s)")
+            for handle in backend.wait(running, timeout=POLL_SECONDS):
+                running.remove(handle)
+                finished.append(handle)
+    except BaseException:
+        backend.cancel(running)
+        raise
+    order = {id(job): i for i, job in enumerate(jobs)}
+    return sorted(finished, key=lambda h: order[id(h.job)])

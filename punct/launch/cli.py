@@ -41,13 +41,13 @@ from punct.errors import PunctInputError, report_error
 from punct.launch.backend import JobHandle, Placement, get_backend
 from punct.launch.jobs import (
     Job,
+    JobsCancelled,
     LaunchError,
     Resources,
     expand_jobs,
     needs_rerun,
     parse_job_range,
 )
-from punct.launch.scheduler import JobsCancelled
 
 PROG = "launch.sh"
 _VALUE_OPTIONS = (

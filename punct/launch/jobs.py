@@ -22,6 +22,10 @@ THREAD_ENV_VARS = (
 _RANGE_RE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(\d+):(\d+)$")
 
 
+class JobsCancelled(Exception):
+    """A stop request (e.g. a signal) arrived: the running jobs were cancelled."""
+
+
 class LaunchError(Exception):
     """A usage or configuration error of the launcher (exit code 1)."""
 

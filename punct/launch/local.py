@@ -9,8 +9,14 @@ import subprocess
 import time
 from collections.abc import Sequence
 
-from punct.launch.backend import Backend, JobHandle, wrapper_command, wrapper_environment
-from punct.launch.jobs import Job, Resources
+from punct.launch.backend import (
+    Backend,
+    JobHandle,
+    Placement,
+    wrapper_command,
+    wrapper_environment,
+)
+from punct.launch.jobs import Job, LaunchError, Resources
 
 
 class LocalBackend(Backend):
@@ -22,8 +28,15 @@ class LocalBackend(Backend):
 
     name = "local"
 
-    def __init__(self, resources: Resources, kill_grace: float = 5.0):
-        super().__init__(resources)
+    def __init__(self, resources: Resources, placement: Placement | None = None,
+                 kill_grace: float = 5.0):
+        super().__init__(resources, placement)
+        if self.placement.ntasks is not None and self.placement.ntasks > 1:
+            raise LaunchError(
+                f"--ntasks {self.placement.ntasks} needs --backend slurm (it runs the command "
+                "under srun); on one machine start the processes yourself, e.g. the trainer's "
+                "--ngpu N"
+            )
         self.kill_grace = kill_grace
         self._procs: dict[str, subprocess.Popen[bytes]] = {}
 

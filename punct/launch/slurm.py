@@ -35,7 +35,7 @@ from punct.launch.backend import (
     wrapper_command,
     wrapper_environment,
 )
-from punct.launch.jobs import Job, LaunchError, Resources
+from punct.launch.jobs import Job, JobsCancelled, LaunchError, Resources
 from punct.launch.logformat import log_exit_code, log_footer
 from punct.launch.slurmconf import SlurmConfig, read_slurm_config
 
@@ -278,8 +278,6 @@ class SlurmBackend(Backend):
     def run(self, jobs: Sequence[Job], max_jobs_run: int | None = None,
             stop: Callable[[], bool] = lambda: False) -> list[JobHandle]:
         """Submit all jobs as one array (``%K`` limits the running ones) and wait for them."""
-        from punct.launch.scheduler import JobsCancelled
-
         for job in jobs:
             job.log.parent.mkdir(parents=True, exist_ok=True)
         handles = self.submit_array(jobs, max_jobs_run)

@@ -1,13 +1,12 @@
-"""Model families; importing this package registers every family in ``Registry``.
+"""Model families, looked up by name in the ``family`` table of :mod:`punct.registry`.
 
 ``brnn`` (punctuator2), ``autopunct`` (González-Docasal et al.), ``nagy`` (Nagy et al.),
 ``courtland`` (Courtland et al.), ``prosodic_pp`` (Moró & Szaszák), ``unipunc`` (Zhu et al.).
+``Registry.get(name)`` imports the family's module on first use.
 """
 
 from __future__ import annotations
 
-from punct.models import autopunct, brnn, courtland, nagy, unipunc
 from punct.models.base import Registry
-from punct.models.prosodic_pp import model as prosodic_pp
 
-__all__ = ["Registry", "autopunct", "brnn", "courtland", "nagy", "prosodic_pp", "unipunc"]
+__all__ = ["Registry"]

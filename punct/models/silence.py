@@ -144,6 +144,9 @@ class DiscreteSilence(SilenceEncoding):
     def forward(self, pauses: torch.Tensor) -> torch.Tensor:
         buckets = pause_buckets(pauses, self.n_buckets, self.bucket_s)
         known = buckets >= 0
+        if torch.onnx.is_in_onnx_export():  # ONNX Unique flattens its inverse: whole table
+            out = self.averaged_table()[buckets.clamp(min=0)]
+            return torch.where(known.unsqueeze(-1), out, self.unknown.to(out.dtype))
         used, inverse = torch.unique(buckets.clamp(min=0), return_inverse=True)
         averaged = self.avg[used] @ self.table  # once per distinct bucket in the batch
         out = averaged[inverse]

@@ -14,13 +14,11 @@ everything around it that does not depend on the head:
 - a frozen encoder's states are computed once per training window and reused in later
   epochs (``EncoderStateCache``; dropped when the encoder starts training), which makes
   frozen-encoder epochs several times faster on CPU without changing any result;
-- multi-label loss: BCE per mark over word slots only (``word_ids >= 0``), optional
-  ``pos_weight``; ``predict`` gives sigmoid probabilities and the raw logits (for the
+- the loss over word slots only (``word_ids >= 0``) follows the label set
+  (``punct.models.marks``): a softmax over O plus the marks with class weights for the
+  exclusive sets (iwslt4, moro2, as in the papers), one sigmoid per mark for the
+  multi-label full13; ``predict`` gives the probabilities and the raw logits (for the
   ``sum`` aggregation).
-
-The papers use a softmax over {no mark, marks}; the project's label sets are multi-hot
-(a word can carry QUOTE and PERIOD) and the shared decoder thresholds per-mark
-probabilities, so both families use one sigmoid per mark instead.
 """
 
 from __future__ import annotations
@@ -29,23 +27,22 @@ import abc
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from punct.errors import PunctInputError
+from punct.labels import get_label_set
 from punct.models.autopunct import (
     AutopunctFeaturizer,
-    _build_encoder,
-    _n_labels,
-    _pos_weight,
+    build_encoder,
     checked_options,
     configure_encoder_training,
+    label_set_size,
 )
 from punct.models.base import Prediction, PunctModel
+from punct.models.marks import LOSS_KEYS, MarkObjective
 
 CACHE_FLOATS = 500_000_000  # 2 GB of float32 states at most
 ENCODER_KEYS = {"encoder_train_layers", "freeze_encoder_epochs", "encoder_lr", "loss"}
-LOSS_KEYS = {"pos_weight", "pos_weight_power", "pos_weight_max"}
 
 
 def with_label_position(config: dict[str, Any], position: str = "last") -> dict[str, Any]:
@@ -96,12 +93,12 @@ class SubwordTagger(PunctModel, abc.ABC):
                  head_keys: set[str]):
         super().__init__()
         self.mcfg = checked_options(config.get("model"), ENCODER_KEYS | head_keys, "model")
-        _, self.n_labels = _n_labels(config)
+        _, self.n_labels = label_set_size(config)
         if self.n_labels != featurizer.n_labels:
             raise PunctInputError(
                 f"label set has {self.n_labels} labels, featurizer {featurizer.n_labels}"
             )
-        self.encoder = _build_encoder(featurizer)
+        self.encoder = build_encoder(featurizer)
         self.hidden_size = int(self.encoder.config.hidden_size)
         self.train_layers = int(self.mcfg.get("encoder_train_layers", -1))
         self.freeze_epochs = int(self.mcfg.get("freeze_encoder_epochs", 0))
@@ -112,9 +109,9 @@ class SubwordTagger(PunctModel, abc.ABC):
         self.encoder_frozen = False
         self.state_cache = EncoderStateCache()
         self.set_encoder_frozen(self.freeze_epochs > 0)
-        loss = checked_options(self.mcfg.get("loss"), LOSS_KEYS, "model.loss")
-        self.register_buffer("pos_weight", _pos_weight(loss, featurizer, self.n_labels),
-                             persistent=False)
+        loss = checked_options(self.mcfg.get("loss"), set(LOSS_KEYS), "model.loss")
+        self.objective = MarkObjective(get_label_set(config["label_set"]), loss,
+                                       featurizer.label_counts, featurizer.n_words)
 
     # -- encoder schedule
     def set_encoder_frozen(self, frozen: bool) -> None:
@@ -167,20 +164,18 @@ class SubwordTagger(PunctModel, abc.ABC):
         """Mark logits (B, T, P) for every position."""
 
     def loss(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
-        """Mean BCE over the marks of word slots; other positions carry no loss."""
+        """Mean mark loss over word slots; other positions carry no loss."""
         logits = self.forward(batch)
         mask = batch["word_ids"] >= 0
         if not bool(mask.any()):
             return logits.sum().float() * 0.0
-        return F.binary_cross_entropy_with_logits(
-            logits[mask].float(), batch["punct"][mask].float(), pos_weight=self.pos_weight
-        )
+        return self.objective.loss(logits[mask], batch["punct"][mask])
 
     @torch.no_grad()
     def predict(self, batch: dict[str, torch.Tensor]) -> Prediction:
-        """Sigmoid probabilities per mark; raw logits in ``extra`` (``sum`` aggregation)."""
+        """Mark probabilities; raw logits in ``extra`` (``sum`` aggregation)."""
         logits = self.forward(batch).float()
-        return Prediction(punct=torch.sigmoid(logits), cap=None,
+        return Prediction(punct=self.objective.probs(logits), cap=None,
                           extra={"punct_logits": logits})
 
 

@@ -8,6 +8,6 @@
 
 from __future__ import annotations
 
-from punct.score.metrics import check_aligned, read_utt2lang, score_tables
+from punct.score.metrics import check_aligned, score_tables
 
-__all__ = ["check_aligned", "read_utt2lang", "score_tables"]
+__all__ = ["check_aligned", "score_tables"]

@@ -303,18 +303,3 @@ def score_tables(
             continue
         out[name] = tally.summary()
     return out
-
-
-def read_utt2lang(path: str | Path) -> dict[str, str]:
-    """Read a Kaldi ``utt2lang`` file (``utt_id lang`` per line)."""
-    from punct.wordtable import read_text_lines
-
-    out: dict[str, str] = {}
-    for lineno, line in enumerate(read_text_lines(path), start=1):
-        fields = line.split()
-        if len(fields) != 2:
-            raise PunctInputError(f"expected 'utt_id lang', found {line!r}", path, lineno)
-        if fields[0] in out:
-            raise PunctInputError(f"duplicate utterance {fields[0]}", path, lineno)
-        out[fields[0]] = fields[1]
-    return out

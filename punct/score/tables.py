@@ -8,6 +8,7 @@ Markdown, CSV and LaTeX.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from collections.abc import Iterable, Sequence
@@ -39,6 +40,19 @@ class Table:
     note: str = ""
     decimals: int = 1
     split_by: str | None = None
+
+
+def without_published(tables: Iterable[Table]) -> list[Table]:
+    """The tables with their published rows (``Source`` "published: ...") left out."""
+    out = []
+    for table in tables:
+        if "Source" in table.frame.columns:
+            ours = ~table.frame["Source"].astype(str).str.startswith("published")
+            table = dataclasses.replace(
+                table, frame=table.frame[ours].reset_index(drop=True),
+                note=(table.note + " Published rows left out (--published none).").strip())
+        out.append(table)
+    return out
 
 
 # ---------------------------------------------------------------- loading
@@ -269,6 +283,13 @@ SUMMARY_METRICS: tuple[tuple[str, str], ...] = (
     ("cap F1", "cap_micro_f1"),
     ("cap acc", "cap_accuracy"),
 )
+TEXT_METRICS: tuple[tuple[str, str], ...] = (("BLEU", "bleu"), ("chrF", "chrf"), ("TER", "ter"))
+"""sacrebleu scores of the restored cased text (``scores["text"]``, already in %)."""
+
+
+def _text_values(text: dict[str, Any] | None) -> dict[str, float]:
+    text = text or {}
+    return {col: float(text[key]) if key in text else float("nan") for col, key in TEXT_METRICS}
 
 
 def summary_table(scores: Sequence[dict[str, Any]]) -> Table:
@@ -281,20 +302,26 @@ def summary_table(scores: Sequence[dict[str, Any]]) -> Table:
         for col, key in SUMMARY_METRICS:
             na = key.startswith("cap_") and not cap_modelled(s)
             row[col] = NA if na else _pct(m.get(key))
+        row.update(_text_values(s.get("text")))
         records.append(row)
     for s in _baselines(scores):
         m = s["metrics"]["all"]
         row = _key(OURS, BASELINE, data_label(s), s["label_set"])
         row["Words"] = m["words"]
-        row.update({col: _pct(m["baseline_all_o"].get(key)) for col, key in SUMMARY_METRICS})
+        base = m.get("baseline_all_o") or {}
+        row.update({col: _pct(base.get(key)) for col, key in SUMMARY_METRICS})
+        row.update(_text_values((s.get("text") or {}).get("baseline")))
         records.append(row)
-    cols = [*KEY_COLUMNS, "Words", *(c for c, _ in SUMMARY_METRICS)]
+    cols = [*KEY_COLUMNS, "Words", *(c for c, _ in SUMMARY_METRICS), *(c for c, _ in TEXT_METRICS)]
     frame = pd.DataFrame.from_records(records, columns=cols).drop(columns=["Source"])
     return Table(
         "summary", "Summary: our systems on the whole test sets (%)", frame,
         "micro P/R/F1 over the marks (O excluded); macro F1 = mean F1 over all marks of the "
         "label set (Nagy); SER = (S+D+I)/(C+S+D) over punctuation slots; slot acc = share of "
-        "words with exactly the right marks; cap F1 = micro F1 over FIRST_CAP and ALL_CAPS.",
+        "words with exactly the right marks; cap F1 = micro F1 over FIRST_CAP and ALL_CAPS. "
+        "BLEU, chrF, TER: sacrebleu (13a tokens, character 6-grams, case-sensitive TER) of the "
+        "restored cased text against the reference text; the all-O baseline is the "
+        "lower-cased text without marks.",
     )
 
 

@@ -7,6 +7,11 @@ first WORD event; it ends where the next word starts, unless a pause (a run of
 eSpeak pause phonemes of at least ``PAUSE_MIN_S``) comes first, in which case it
 ends where the pause begins, refined on the audio energy. Words inside a phrase are
 therefore contiguous and the pauses produced by punctuation show up as gaps.
+
+With a :class:`~punct.synth.style.SpeechStyle` (the recipe's default) the speech is
+then made more like real speech: some marks lose their pause, some unpunctuated
+boundaries get a hesitation, and each utterance's speaking rate is jittered, all seeded
+(:mod:`punct.synth.style`); the reference timings move with the audio.
 """
 
 from __future__ import annotations
@@ -23,11 +28,14 @@ from pathlib import Path
 import numpy as np
 import soundfile as sf
 
+from punct.data.ctm import ctm_lines
 from punct.data.mini_corpus import Doc
+from punct.data.timed import TimedWord
 from punct.errors import PunctInputError
 from punct.labels import Token, parse_text
-from punct.synth.espeak import Engine, SynthEvent, SynthResult, get_engine
+from punct.synth.espeak import RATE_RANGE, Engine, SynthEvent, SynthResult, get_engine
 from punct.synth.resample import resample_int16
+from punct.synth.style import SpeechStyle, jitter_rate, restyle
 
 OUT_RATE = 16000
 PAUSE_MIN_S = 0.03  # shorter pause phonemes (glottal stops, syllable marks) stay inside words
@@ -66,15 +74,7 @@ class UttPlan:
     rate: int
     pitch: int
     text: str
-
-
-@dataclass(frozen=True)
-class WordTiming:
-    """A word (lower case, as in ``Token.word``) and its speech interval in seconds."""
-
-    word: str
-    start: float
-    end: float
+    style: SpeechStyle | None = None  # None: eSpeak's reading as it is
 
 
 @dataclass(frozen=True)
@@ -84,19 +84,21 @@ class Utterance:
     plan: UttPlan
     samples: np.ndarray
     sample_rate: int
-    words: tuple[WordTiming, ...]
+    words: tuple[TimedWord, ...]
 
     @property
     def duration(self) -> float:
         return len(self.samples) / self.sample_rate
 
 
-def plan_utterances(docs: Sequence[Doc]) -> list[UttPlan]:
+def plan_utterances(docs: Sequence[Doc], style: SpeechStyle | None = None) -> list[UttPlan]:
     """One utterance per document, in the documents' order.
 
     The text is the document's sentences joined by single spaces; the k-th document
     of a language (0-based, in the given order) gets setting ``k % n`` of that
-    language, i.e. speaker ``f"{lang}{k % n + 1}"``.
+    language, i.e. speaker ``f"{lang}{k % n + 1}"``. With a ``style`` the setting's
+    rate is jittered per utterance (seeded by the style's seed and the utterance id)
+    and the plan carries the style for :func:`synthesize_utterance`.
     """
     plans: list[UttPlan] = []
     per_lang: dict[str, int] = {}
@@ -114,6 +116,9 @@ def plan_utterances(docs: Sequence[Doc]) -> list[UttPlan]:
         setting = settings[k]
         spk = f"{doc.lang}{k + 1}"
         utt_id = f"{spk}-{doc.doc_id}"
+        rate = setting.rate
+        if style is not None:
+            rate = jitter_rate(rate, style, utt_id, RATE_RANGE)
         plans.append(
             UttPlan(
                 utt_id=utt_id,
@@ -122,9 +127,10 @@ def plan_utterances(docs: Sequence[Doc]) -> list[UttPlan]:
                 split=doc.split,
                 doc_id=doc.doc_id,
                 voice=setting.voice,
-                rate=setting.rate,
+                rate=rate,
                 pitch=setting.pitch,
                 text=" ".join(doc.sentences),
+                style=style,
             )
         )
     return plans
@@ -276,7 +282,7 @@ def word_timings(
     result: SynthResult,
     path: str | None = None,
     line: int | None = None,
-) -> list[WordTiming]:
+) -> list[TimedWord]:
     """Reference timings (seconds) of the words of ``parse_text(text)`` from eSpeak events.
 
     Raises PunctInputError when no word of the text got a WORD event, or when the
@@ -343,7 +349,7 @@ def _refine(
     inner: list[int],
     pauses: Sequence[tuple[int, int]],
     result: SynthResult,
-) -> list[WordTiming]:
+) -> list[TimedWord]:
     """Ends at pauses, starts after leading silence, both tightened on the energy.
 
     ``inner[i]`` is the last sample known to lie in word i's speech (its last WORD
@@ -354,7 +360,7 @@ def _refine(
     frame = max(1, round(FRAME_S * sr))
     db = _frame_db(result.samples, frame)
     silent = db < SILENCE_DB
-    out: list[WordTiming] = []
+    out: list[TimedWord] = []
     prev_end = 0
     for i, tok in enumerate(tokens):
         bound = starts[i + 1] if i + 1 < len(tokens) else n_samples
@@ -373,7 +379,7 @@ def _refine(
                 f -= 1
             end = min(end, (f + 1) * frame)
         prev_end = end
-        out.append(WordTiming(tok.word, start / sr, end / sr))
+        out.append(TimedWord(tok.word, start / sr, end / sr))
     return out
 
 
@@ -382,25 +388,20 @@ def _refine(
 
 
 def synthesize_utterance(plan: UttPlan, engine: Engine | None = None) -> Utterance:
-    """Speak ``plan.text`` and return 16 kHz audio with reference word timings."""
+    """Speak ``plan.text`` and return 16 kHz audio with reference word timings (restyled
+    by ``plan.style`` when it has one)."""
     engine = engine or get_engine()
     spoken = espeak_text(plan.text, plan.lang)
     result = engine.synthesize(spoken, plan.voice, plan.rate, plan.pitch)
     words = word_timings(plan.text, result, path=plan.utt_id)
     samples = resample_int16(result.samples, result.sample_rate, OUT_RATE)
     duration = len(samples) / OUT_RATE
-    clipped = tuple(WordTiming(w.word, min(w.start, duration), min(w.end, duration)) for w in words)
-    return Utterance(plan, samples, OUT_RATE, clipped)
-
-
-def ctm_lines(utt_id: str, words: Sequence[WordTiming]) -> list[str]:
-    """CTM lines ``<utt_id> 1 <start> <dur> <word>`` (3 decimals, seconds)."""
-    lines = []
-    for w in words:
-        start = round(w.start, 3)
-        dur = round(round(w.end, 3) - start, 3)
-        lines.append(f"{utt_id} 1 {start:.3f} {dur:.3f} {w.word}")
-    return lines
+    clipped = [TimedWord(w.word, min(w.start, duration), min(w.end, duration)) for w in words]
+    if plan.style is not None:
+        tokens = parse_text(plan.text, plan.utt_id)
+        samples, clipped, _ = restyle(samples, OUT_RATE, tokens, clipped, plan.style,
+                                      plan.utt_id)
+    return Utterance(plan, samples, OUT_RATE, tuple(clipped))
 
 
 def output_paths(out_dir: str | Path, utt_id: str) -> dict[str, Path]:
@@ -415,7 +416,8 @@ def output_paths(out_dir: str | Path, utt_id: str) -> dict[str, Path]:
 
 def utterance_done(out_dir: str | Path, plan: UttPlan) -> bool:
     """True when all three files exist and the meta file (written last) records this very
-    plan (same text and voice settings); a changed corpus entry is synthesised again."""
+    plan (same text, voice settings and speech style); a changed corpus entry or style is
+    synthesised again."""
     paths = output_paths(out_dir, plan.utt_id)
     if not all(p.is_file() for p in paths.values()):
         return False
@@ -455,7 +457,7 @@ def write_utterance(out_dir: str | Path, utt: Utterance) -> dict[str, Path]:
         paths["wav"],
         lambda p: sf.write(p, utt.samples, utt.sample_rate, subtype="PCM_16", format="WAV"),
     )
-    ctm = "".join(line + "\n" for line in ctm_lines(utt.plan.utt_id, utt.words))
+    ctm = "".join(ctm_lines(utt.plan.utt_id, utt.words))
     _atomic_write(paths["ref"], lambda p: p.write_text(ctm, encoding="utf-8"))
     meta = json.dumps(meta_dict(utt), ensure_ascii=False, indent=1, sort_keys=True) + "\n"
     _atomic_write(paths["meta"], lambda p: p.write_text(meta, encoding="utf-8"))

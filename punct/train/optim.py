@@ -13,22 +13,20 @@ and ``alpha`` (sync rate, default 0.5) go to LookAhead, the others to the inner 
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import torch
 
+from punct.config import LOOKAHEAD_PREFIX, LR_DECAYS, OPTIMIZER_BASES, OPTIMIZER_NAMES
 from punct.train.lookahead import LookAhead
 
-LOOKAHEAD_PREFIX = "lookahead_"
 LOOKAHEAD_KEYS = ("k", "alpha")
 OPTIMIZERS: dict[str, type[torch.optim.Optimizer]] = {
     "adamw": torch.optim.AdamW, "adam": torch.optim.Adam, "adagrad": torch.optim.Adagrad,
     "sgd": torch.optim.SGD, "radam": torch.optim.RAdam,
 }
-OPTIMIZER_NAMES: tuple[str, ...] = (
-    *OPTIMIZERS, *(LOOKAHEAD_PREFIX + name for name in OPTIMIZERS)
-)
-"""Every accepted ``train.optimizer.name``."""
+assert tuple(OPTIMIZERS) == OPTIMIZER_BASES, "punct.config.OPTIMIZER_BASES is out of date"
 
 
 def make_optimizer(params: list[torch.nn.Parameter] | list[dict[str, Any]],
@@ -63,3 +61,23 @@ def warmup_factor(step: int, warmup_steps: int) -> float:
     if warmup_steps <= 0:
         return 1.0
     return min(1.0, (step + 1) / warmup_steps)
+
+
+def lr_factor(step: int, total_steps: int, warmup_steps: int = 0, decay: str = "none",
+              restart_step: int = 0) -> float:
+    """Learning-rate multiplier at ``step`` (0-based) of a run of ``total_steps``.
+
+    Linear warm-up over ``warmup_steps``, started again at ``restart_step`` (> 0: e.g.
+    when a frozen encoder starts training), times a decay over the whole run: ``none``
+    (constant), ``linear`` or ``cosine`` to 0 at ``total_steps``.
+    """
+    if decay not in LR_DECAYS:
+        raise ValueError(f"unknown lr decay {decay!r} (known: {', '.join(LR_DECAYS)})")
+    start = restart_step if 0 < restart_step <= step else 0
+    factor = warmup_factor(step - start, warmup_steps)
+    progress = min(1.0, step / max(total_steps, 1))
+    if decay == "linear":
+        factor *= 1.0 - progress
+    elif decay == "cosine":
+        factor *= 0.5 * (1.0 + math.cos(math.pi * progress))
+    return factor

@@ -2,11 +2,15 @@
 
 ``train_experiment(config, train_dir, dev_dir, exp_dir)``: seeds everything from
 ``train.seed``, fits the family's featurizer on the training set only (or reuses the
-featurizer of ``init_from``), trains with the configured optimizer (linear warm-up,
-gradient clipping), evaluates on the dev set after every epoch with the shared decoder
-and the scorer's micro-F1 over non-O marks, keeps the best checkpoint and stops early
-after ``patience`` epochs without improvement (on dev ``micro_f1`` or dev ``loss``), never
-before ``min_epochs``.
+featurizer of ``init_from``), trains with the configured optimizer (linear warm-up in
+steps, restarted when a frozen encoder starts training, then ``lr_decay`` none, linear
+or cosine to 0; gradient clipping) under ``train.precision`` (bf16/fp16 autocast, fp16
+with a gradient scaler, chosen by ``auto`` from the hardware), evaluates on the dev set
+after every epoch with the shared decoder and the decode settings of stage 6 (window,
+stride, aggregation, bf16) and the scorer's micro-F1 over non-O marks, keeps the best
+checkpoint and stops early after ``patience`` epochs without improvement (on dev
+``micro_f1`` or dev ``loss``), never before ``min_epochs``. For a multi-label label set
+the per-mark decision thresholds are then tuned on dev (``thresholds.json``).
 
 Data parallel (``dist``, see ``punct.train.distributed``): each rank trains on its share
 of every global batch and gradients are averaged, so W processes take the same steps as
@@ -20,8 +24,8 @@ patience counter. ``resume=True`` continues from it (or from ``last.prev.pt`` wh
 damaged) and reaches the same weights as an uninterrupted run.
 
 Experiment directory: ``config.yaml`` (resolved), ``env.json``, ``featurizer/``,
-``best.pt``, ``last.pt`` and ``last.prev.pt`` (each with a ``.sha256``), ``train.log``
-(one line per epoch), ``history.json``.
+``thresholds.json`` (multi-label sets), ``best.pt``, ``last.pt`` and ``last.prev.pt``
+(each with a ``.sha256``), ``train.log`` (one line per epoch), ``history.json``.
 """
 
 from __future__ import annotations
@@ -39,13 +43,15 @@ import torch
 import yaml
 from tqdm import tqdm
 
-import punct.models  # noqa: F401  (registers the families)
+from punct.config import load_config, save_config
 from punct.data.sequences import load_data_dir
+from punct.data.windows import batched
 from punct.errors import MissingDataError, PunctInputError
-from punct.infer.decode import decide, hypothesis_rows, predict_words
-from punct.infer.windows import batched
+from punct.infer.decode import decide, decode_settings, hypothesis_rows, predict_words
+from punct.infer.precision import autocast_dtype, resolve_precision
 from punct.labels import get_label_set
 from punct.models.base import Featurizer, PunctModel, Registry, Window
+from punct.score.metrics import score_tables
 from punct.train.checkpoint import (
     BEST,
     PreemptionGuard,
@@ -55,27 +61,15 @@ from punct.train.checkpoint import (
     save_atomic,
     save_resumable,
 )
-from punct.train.config import decode_window, load_config, save_config
 from punct.train.distributed import Dist, StepReduction, loss_weight, shard
 from punct.train.env import collect_env
-from punct.train.optim import build_optimizer, warmup_factor
+from punct.train.optim import build_optimizer, lr_factor
 from punct.train.seed import capture_rng_state, restore_rng_state, seed_everything
-
-try:  # the project's scorer (same definitions as the test-set tables)
-    from punct.score.metrics import score_tables
-except ImportError:  # pragma: no cover - only in a partial checkout
-    score_tables = None
+from punct.train.thresholds import tune_thresholds, write_thresholds
 
 CHECKPOINT_FORMAT = 2
-
-
-def local_micro_f1(ref: np.ndarray, hyp: np.ndarray) -> float:
-    """Micro F1 over all marks of multi-hot matrices (N, P) (O is not a class)."""
-    ref, hyp = ref.astype(bool), hyp.astype(bool)
-    tp = int((ref & hyp).sum())
-    fp = int((~ref & hyp).sum())
-    fn = int((ref & ~hyp).sum())
-    return 2 * tp / (2 * tp + fp + fn) if tp else 0.0
+PROGRESS_SECONDS = 300.0
+"""Without a progress bar (no tty), ``train.log`` gets a progress line this often."""
 
 
 class Logger:
@@ -127,25 +121,19 @@ def evaluate(model: PunctModel, featurizer: Featurizer, config: dict[str, Any],
     """Dev loss and dev micro-F1 (decoded with the shared decoder and decode settings)."""
     device = torch.device(device)
     labels = get_label_set(config["label_set"]).labels
-    window, stride = decode_window(config)
-    dec = config["decode"]
-    pred = predict_words(model, featurizer, dev_seqs, window, stride,
-                         batch_size=int(dec.get("batch_size") or 32),
-                         aggregate=dec.get("aggregate", "mean"), device=device)
-    marks, caps = decide(pred, dev_seqs, labels, float(dec.get("threshold", 0.5)))
+    st = decode_settings(config, device)
+    pred = predict_words(model, featurizer, dev_seqs, st.window, st.stride,
+                         batch_size=st.batch_size, bf16=st.bf16, aggregate=st.aggregate,
+                         device=device, exclusive=st.exclusive)
+    marks, caps = decide(pred, dev_seqs, labels, st.threshold, st.exclusive)
     out: dict[str, float | None] = {
         "dev_loss": _mean_loss(model, featurizer, dev_loss_windows,
                                int(config["train"]["batch_size"]), device)
     }
-    if score_tables is not None:
-        hyp = hypothesis_rows(dev_utts, dev_seqs, marks, caps, labels)
-        summary = score_tables(dev_utts, hyp, config["label_set"])["all"]
-        out["dev_micro_f1"] = summary["micro_f1"]
-        out["dev_cap_micro_f1"] = summary["cap_micro_f1"] if pred.cap is not None else None
-    else:
-        ref = np.concatenate([s.punct for s in dev_seqs], axis=0)
-        out["dev_micro_f1"] = local_micro_f1(ref, marks)
-        out["dev_cap_micro_f1"] = None
+    hyp = hypothesis_rows(dev_utts, dev_seqs, marks, caps, labels)
+    summary = score_tables(dev_utts, hyp, config["label_set"])["all"]
+    out["dev_micro_f1"] = summary["micro_f1"]
+    out["dev_cap_micro_f1"] = summary["cap_micro_f1"] if pred.cap is not None else None
     return out
 
 
@@ -209,7 +197,7 @@ def train_experiment(config: dict[str, Any], train_dir: str | Path, dev_dir: str
         save_config(config, exp_dir / "config.yaml")
         (exp_dir / "env.json").write_text(
             json.dumps(collect_env(seed, threads), indent=2) + "\n", encoding="utf-8")
-        for stale in ("train.log", "history.json"):
+        for stale in ("train.log", "history.json", "thresholds.json"):
             (exp_dir / stale).unlink(missing_ok=True)
         clear_checkpoints(exp_dir)
     dist.barrier()
@@ -288,11 +276,25 @@ class _Run:
         if self.tcfg.get("max_steps_per_epoch"):
             steps = min(steps, int(self.tcfg["max_steps_per_epoch"]))
         self.steps_per_epoch = steps
-        warmup_steps = round(float(self.tcfg.get("warmup_epochs") or 0) * steps)
-        self.scheduler = torch.optim.lr_scheduler.LambdaLR(
-            self.optimizer, lambda step: warmup_factor(step, warmup_steps))
+        self.scheduler = self._make_scheduler(steps)
+        self.precision = resolve_precision(self.tcfg.get("precision"), self.device)
+        self.autocast = autocast_dtype(self.precision)
+        self.scaler = (torch.amp.GradScaler(self.device.type) if self.precision == "fp16"
+                       else None)
         self.grad_clip = float(self.tcfg.get("grad_clip") or 0.0)
         self.criterion = self.tcfg["early_stopping"]
+
+    def _make_scheduler(self, steps: int) -> torch.optim.lr_scheduler.LambdaLR:
+        """Warm-up (``warmup_steps``, else ``warmup_epochs`` x steps), restarted when the
+        model's encoder starts training after ``freeze_epochs``, and ``lr_decay``."""
+        warmup = self.tcfg.get("warmup_steps")
+        if warmup is None:
+            warmup = round(float(self.tcfg.get("warmup_epochs") or 0) * steps)
+        total = steps * int(self.tcfg["epochs"])
+        restart = int(getattr(self.model, "freeze_epochs", 0) or 0) * steps
+        decay = str(self.tcfg.get("lr_decay") or "none")
+        return torch.optim.lr_scheduler.LambdaLR(
+            self.optimizer, lambda step: lr_factor(step, total, int(warmup), decay, restart))
 
     # -- checkpoints -----------------------------------------------------------------
     def _trained_params(self) -> list[torch.nn.Parameter]:
@@ -307,6 +309,7 @@ class _Run:
                 "format": CHECKPOINT_FORMAT, "model": self.model.state_dict(),
                 "optimizer": self.optimizer.state_dict(),
                 "scheduler": self.scheduler.state_dict(), "rng": rng,
+                "scaler": self.scaler.state_dict() if self.scaler is not None else None,
                 "world_size": self.dist.world_size, **state.to_dict(),
             }, self.exp_dir)
 
@@ -324,6 +327,8 @@ class _Run:
                 hook(epoch)
         self.optimizer.load_state_dict(ckpt["optimizer"])
         self.scheduler.load_state_dict(ckpt["scheduler"])
+        if self.scaler is not None and ckpt.get("scaler"):
+            self.scaler.load_state_dict(ckpt["scaler"])
         rng = ckpt["rng"]
         if len(rng) == self.dist.world_size:
             restore_rng_state(rng[self.dist.rank])
@@ -347,11 +352,13 @@ class _Run:
         if mine:
             batch = _to_device(self.featurizer.collate([self.train_windows[i] for i in mine]),
                                self.device)
-            loss = self.model.loss(batch)
+            with torch.autocast(self.device.type, dtype=self.autocast or torch.float32,
+                                enabled=self.autocast is not None):
+                loss = self.model.loss(batch)
             nonfinite = not bool(torch.isfinite(loss))
             loss_value = float(loss.detach())
             if not nonfinite:
-                loss.backward()
+                (self.scaler.scale(loss) if self.scaler is not None else loss).backward()
                 if self.dist.world_size > 1:
                     weight = loss_weight(self.model, batch)
         params = self._trained_params()
@@ -359,10 +366,16 @@ class _Run:
                                         nonfinite)
         if reduced.nonfinite:
             raise FloatingPointError(f"non-finite training loss {loss_value} in epoch {epoch}")
+        if self.scaler is not None:
+            self.scaler.unscale_(self.optimizer)
         if self.grad_clip > 0:
             torch.nn.utils.clip_grad_norm_([p for p in params if p.grad is not None],
                                            self.grad_clip)
-        self.optimizer.step()
+        if self.scaler is not None:  # skips the step when fp16 gradients overflowed
+            self.scaler.step(self.optimizer)
+            self.scaler.update()
+        else:
+            self.optimizer.step()
         self.scheduler.step()
         return reduced
 
@@ -382,7 +395,8 @@ class _Run:
                  f"words ({len(self.train_seqs)} utts, {len(self.train_windows)} windows), dev "
                  f"{sum(len(s) for s in self.dev_seqs)} words; {n_params} trainable "
                  f"parameters; seed {self.seed}; threads {torch.get_num_threads()}; "
-                 f"{self.dist.world_size} process(es) on {self.device}")
+                 f"{self.dist.world_size} process(es) on {self.device}; precision "
+                 f"{self.precision} (train.precision: {self.tcfg.get('precision')})")
         state = self._restore() if resume else _Progress()
         hook = getattr(self.model, "on_epoch_start", None)
         epoch = state.epoch + 1 if state.epoch_done else state.epoch
@@ -401,14 +415,34 @@ class _Run:
             return {"rank": self.dist.rank, "epochs_run": state.epoch}
         assert state.best is not None
         best, history = state.best, state.history
+        self._tune_thresholds()
         summary = {"best_epoch": best["epoch"], "epochs_run": len(history),
                    "dev_micro_f1": best["dev_micro_f1"], "dev_loss": best["dev_loss"],
+                   "precision": self.precision,
                    "seconds": round(time.perf_counter() - t0, 2),
                    "checkpoint": str(self.exp_dir / BEST)}
         self.log(f"done: {self.config['family']} best epoch {best['epoch']}/{len(history)} "
                  f"dev micro-F1 {best['dev_micro_f1']:.4f} dev loss {best['dev_loss']:.4f} in "
                  f"{summary['seconds']:.1f}s -> {self.exp_dir / BEST}")
         return summary
+
+    def _tune_thresholds(self) -> None:
+        """Rank 0, multi-label sets: per-mark thresholds of the best model on dev."""
+        label_set = get_label_set(self.config["label_set"])
+        if label_set.exclusive or not self.tcfg.get("tune_thresholds", True):
+            return
+        state = torch.load(self.exp_dir / BEST, map_location="cpu", weights_only=True)
+        self.model.load_state_dict(state["model"])
+        st = decode_settings(self.config, self.device)
+        pred = predict_words(self.model, self.featurizer, self.dev_seqs, st.window, st.stride,
+                             batch_size=st.batch_size, bf16=st.bf16, aggregate=st.aggregate,
+                             device=self.device)
+        ref = np.concatenate([s.punct for s in self.dev_seqs], axis=0) > 0.5
+        tuned = tune_thresholds(pred.punct, ref, label_set.labels, float(st.threshold))
+        write_thresholds(self.exp_dir, label_set.name, tuned)
+        self.log(f"thresholds tuned on dev: micro-F1 {tuned.f1_before:.4f} at "
+                 f"{st.threshold} -> {tuned.f1_after:.4f}; "
+                 + " ".join(f"{k}={v:.2f}" for k, v in tuned.thresholds.items()))
 
     def _train_epoch(self, state: _Progress) -> None:
         """Train ``state.epoch`` from ``state.step`` on, evaluate, checkpoint, decide."""
@@ -420,6 +454,7 @@ class _Run:
         order = order[: self.steps_per_epoch * self.batch_size].tolist()
         bar = tqdm(total=self.steps_per_epoch, initial=state.step, desc=f"epoch {epoch}",
                    unit="step", disable=not self.progress, leave=False)
+        last_note = e0
         for index, chunk in enumerate(batched(order, self.batch_size)):
             if index < state.step:
                 continue  # done before the run was interrupted
@@ -429,6 +464,10 @@ class _Run:
             state.step = index + 1
             bar.update(1)
             bar.set_postfix(loss=f"{state.loss_sum / state.seen:.4f}")
+            if not self.progress and time.perf_counter() - last_note >= PROGRESS_SECONDS:
+                last_note = time.perf_counter()  # a heartbeat in train.log without a tty
+                self.log(f"epoch {epoch} step {state.step}/{self.steps_per_epoch} train_loss "
+                         f"{state.loss_sum / state.seen:.4f} ({last_note - e0:.0f}s)")
             if reduced.preempt and state.step < self.steps_per_epoch:
                 bar.close()
                 self._save(state)

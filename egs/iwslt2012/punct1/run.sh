@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # IWSLT 2012 TED punctuation benchmark (English, text only; Che et al. 2016 package):
 # BRNN (punctuator2) and transformer systems, 4-class labels (iwslt4), tested on
-# test2011 (Che's labels) and test2011_full (the cased, fully punctuated reference).
+# test2011 (Che's labels), test2011_full (the cased, fully punctuated reference) and,
+# when the corpus copy holds it, test2011asr (ASR output; skipped otherwise).
 # Without train2012 the systems train on dev2012 blocks (see README.md).
 # Options are those of the stage driver: ./run.sh --help
 set -euo pipefail
 cd "$(dirname "$0")"
 export PUNCT_RECIPE_DIR=$PWD
 exec ../../../run.sh --corpus iwslt2012 --model-conf-dir conf/model --aligner none \
-  --test-sets "test2011 test2011_full" --baseline-systems brnn_text \
-  --transformer-systems "nagy courtland" --report-layouts "courtland nagy" \
-  --published none "$@"
+  --test-sets "test2011 test2011_full test2011asr" --baseline-systems brnn_text \
+  --transformer-systems "nagy courtland courtland_e2e autopunct_text" \
+  --report-layouts "courtland nagy" "$@"

@@ -14,8 +14,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from punct.models.base import Family, Featurizer, Prediction, PunctModel, Registry
-from punct.models.prosodic_pp.featurizer import IGNORE, PPFeaturizer
+from punct.models.base import Family, Featurizer, Prediction, PunctModel
+from punct.models.prosodic_pp.featurizer import IGNORE, STREAM, PPFeaturizer
 
 MODEL_OPTIONS = ("hidden1", "hidden2", "dropout1", "dropout2")
 
@@ -85,5 +85,8 @@ FAMILY = Family(
     make_featurizer=PPFeaturizer.from_config,
     make_model=make_model,
     load_featurizer=lambda directory, config: PPFeaturizer.load(directory, config),
+    # PP slots come from the prosody of every word: no utterance without audio.
+    needs_streams=(STREAM,),
+    decodes_mixed_sets=False,
+    pr_curves=True,
 )
-Registry.register(FAMILY)

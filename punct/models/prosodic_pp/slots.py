@@ -9,7 +9,9 @@ end are *uncovered*: they get no prediction (-> O).
 
 Slot features: the PP type one-hot, the PP duration and SIL_dur, the pause after the word
 whose end is closest to the PP end within ``pause_window`` seconds (0 when there is none);
-durations are z-normalised per utterance.
+durations are z-normalised per utterance. The pauses are the word table's, from the one
+pause formula (``punct.data.timed.pauses``): the utterance's last word carries the
+end-of-document pause, so the final PP slot's SIL_dur is that constant.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from punct.errors import PunctInputError
-from punct.models.base import Family, Featurizer, PunctModel, Registry
+from punct.models.base import Family, Featurizer, PunctModel
 from punct.models.unipunc.brnn_graft import UnipuncBRNN, UnipuncBRNNFeaturizer
 from punct.models.unipunc.pretrained import UnipuncFeaturizer, UnipuncModel, model_options
 
@@ -59,4 +59,4 @@ def load_featurizer(directory: Path, config: dict[str, Any]) -> Featurizer:
     return UnipuncFeaturizer.load(directory, config)
 
 
-Registry.register(Family("unipunc", make_featurizer, make_model, load_featurizer))
+FAMILY = Family("unipunc", make_featurizer, make_model, load_featurizer)

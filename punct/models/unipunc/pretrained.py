@@ -3,8 +3,8 @@
 Featurizer: AutoPunct's sub-word windows (one prediction slot per word) plus the
 window's acoustic frames (:class:`punct.models.unipunc.audio.AudioSpans`). Model: the
 pretrained encoder (``H_l``; trained, frozen or top-k as in AutoPunct) -> acoustic
-assistant -> coordinate bootstrapper -> AutoPunct's punctuation head (multi-label,
-sigmoid) and capitalisation head. The paper has a softmax over 4 classes and no casing;
+assistant -> coordinate bootstrapper -> AutoPunct's punctuation head (loss by label set,
+``punct.models.marks``) and capitalisation head. The paper has no casing head;
 the heads are the project's so that the outputs are comparable with AutoPunct's.
 """
 

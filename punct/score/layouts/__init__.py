@@ -1,6 +1,7 @@
 """Table layouts of the papers we reproduce, chosen with ``report --layouts``.
 
-A layout is a module ``punct.score.layouts.<name>`` with
+A layout is a module ``punct.score.layouts.<name>``, named in the ``layout`` table of
+:mod:`punct.registry`, with
 ``build_tables(scores) -> list[Table]`` (published figures beside ours) and optionally
 ``make_plots(scores, out_dir) -> list[Path]``. ``autopunct`` (AutoPunct Tables 4-7) is
 built into ``punct.score.tables``; the others live in their own modules.
@@ -8,27 +9,27 @@ built into ``punct.score.tables``; the others live in their own modules.
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from punct.registry import UnknownNameError, lookup, names
 from punct.score.tables import Table
 
 
 def available_layouts() -> list[str]:
-    """Names of the layout modules in this package."""
-    return sorted(m.name for m in pkgutil.iter_modules(__path__))
+    """Names of the registered layout modules."""
+    return names("layout")
 
 
 def load_layout(name: str) -> ModuleType:
     """The layout module called ``name`` (ValueError naming the known ones otherwise)."""
-    if name not in available_layouts():
+    try:
+        return lookup("layout", name)
+    except UnknownNameError:
         raise ValueError(f"unknown table layout {name!r} "
-                         f"(known: autopunct, {', '.join(available_layouts())})")
-    return importlib.import_module(f"{__name__}.{name}")
+                         f"(known: autopunct, {', '.join(available_layouts())})") from None
 
 
 def layout_tables(name: str, scores: Sequence[dict[str, Any]]) -> list[Table]:

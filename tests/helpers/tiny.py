@@ -1,5 +1,5 @@
-"""Tiny builders shared by several test modules (import as ``tiny``: pytest puts tests/ on
-``sys.path``, as ``from test_trainer import ...`` relies on too)."""
+"""Tiny builders shared by several test modules: untrained experiment dirs, and the words
+and marks of the last-piece slot families' tests."""
 
 from __future__ import annotations
 
@@ -9,10 +9,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-import punct.models  # noqa: F401  (registers the families)
+from punct.config import resolve_config, save_config
 from punct.labels import get_label_set
 from punct.models.base import Registry, WordSeq
-from punct.train.config import resolve_config, save_config
 
 # The last-piece slot families (Nagy, Courtland): iwslt4 labels, a tiny-BERT vocabulary in
 # which "stop", "huh" and "zebra" are several pieces, and the marks those words carry.

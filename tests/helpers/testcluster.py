@@ -6,8 +6,8 @@ unprivileged munge user must be able to reach; removed by stop). The daemons run
 in the foreground modes of their tools and are stopped by the PIDs recorded in
 ``<dir>/pids``::
 
-    python -m punct.launch.testcluster start DIR [--cpus N]   # prints SLURM_CONF=...
-    python -m punct.launch.testcluster stop DIR
+    python tests/helpers/testcluster.py start DIR [--cpus N]   # prints SLURM_CONF=...
+    python tests/helpers/testcluster.py stop DIR
 
 Clients find the cluster through ``SLURM_CONF=<dir>/slurm.conf`` (its AuthInfo names
 the munge socket, its ports are free ones picked at start).

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Hungarian punctuation (Nagy et al. 2021's set-up) on the public Szeged subsets, text
+# only: UD_Hungarian-Szeged (+ NerKor news for training and validation), Nagy's label
+# mapping onto COMMA/PERIOD/QUESTION (label set nagy4), Nagy Table 5 layout.
+# The full Szeged Treebank is licence-gated: SZEGED_TREEBANK in conf/db.sh (README.md).
+# Options are those of the stage driver: ./run.sh --help
+set -euo pipefail
+cd "$(dirname "$0")"
+export PUNCT_RECIPE_DIR=$PWD
+exec ../../../run.sh --corpus szeged --model-conf-dir conf/model --aligner none \
+  --test-sets "test test_szeged_ner" --token-type unigram --nbpe 4000 \
+  --baseline-systems "brnn_text brnn_sp" \
+  --transformer-systems "" --report-layouts nagy --published none "$@"

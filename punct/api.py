@@ -1,0 +1,205 @@
+"""The Python API: restore punctuation and casing in one call.
+
+>>> from punct import Restorer
+>>> r = Restorer.from_pretrained("exp/autopunct_text")      # or an exported dir, or a Hub id
+>>> r.restore("hello mr smith how are you")                  # one document -> str
+>>> r.restore(["first document", "second one"])              # list -> list
+>>> r.restore_words(["hi", "there"], starts=[0.0, 0.9], ends=[0.4, 1.3])  # -> list[Word]
+>>> for line in r.restore_stream(open("big.txt")): ...      # lazily, bounded memory
+
+It wraps the engine of ``punct.bin.restore`` (``punct.infer.stream``): the same word
+splitting (symbols outside the label set pass through unchanged), the same sliding windows
+and batching, and the same pause computation as the command's readers (JSONL with times),
+so pause-aware systems get their pauses exactly as the command gives them.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from punct.errors import PunctInputError
+from punct.export.system import System, load_system
+from punct.infer.stream import Document, InputWord, Segment
+from punct.infer.symbols import SymbolTally, split_words, tally
+from punct.labels import CANONICAL, OPENING_LABELS
+from punct.wordtable import WordRow, render_rows
+
+PRECISIONS = {"auto": "auto", "fp32": "off", "bf16": "on"}
+BACKENDS = ("torch", "onnx", "onnx-int8")
+
+
+@dataclass(frozen=True)
+class Word:
+    """One restored word: ``form`` (cased), ``word`` (lower-cased input), ``punct`` (marks in
+    reading order, opening marks first), ``cap`` (O/FIRST_CAP/ALL_CAPS) and the times."""
+
+    form: str
+    word: str
+    punct: tuple[str, ...]
+    cap: str
+    start: float | None = None
+    end: float | None = None
+    pause_after: float | None = None
+
+    @property
+    def text(self) -> str:
+        """The word with its marks, as in the restored text."""
+        opening = "".join(CANONICAL[p] for p in self.punct if p in OPENING_LABELS)
+        closing = "".join(CANONICAL[p] for p in self.punct if p not in OPENING_LABELS)
+        return opening + self.form + closing
+
+
+class Restorer:
+    """A trained system ready to restore text, timed words or a stream of documents."""
+
+    def __init__(self, system: System, *, device: str | torch.device = "auto",
+                 precision: str | None = None, backend: str = "torch",
+                 batch_words: int = 2048, block_words: int = 512,
+                 context_words: int | None = None, **decode: Any):
+        from punct.infer.decode import decode_settings, pick_device
+        from punct.infer.stream import Restorer as Engine
+
+        if precision is not None and precision not in PRECISIONS:
+            raise ValueError(f"precision must be one of {sorted(PRECISIONS)}, got {precision!r}")
+        if backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+        if system.streams:
+            raise PunctInputError(
+                f"{system.source} needs acoustic feature streams {list(system.streams)}, which "
+                "restore does not compute; decode a data dir with punct.bin.decode instead")
+        self.system = system
+        self.device = pick_device(str(device))
+        model = system.model
+        if backend != "torch":
+            from punct.export.onnx_backend import OnnxModel
+
+            model = OnnxModel.from_system(system, int8=backend == "onnx-int8")
+            self.device = torch.device("cpu")
+        self.backend = backend
+        bf16 = decode.pop("bf16", None)
+        if precision is not None:
+            bf16 = PRECISIONS[precision]
+        if backend != "torch":
+            bf16 = "off"
+        # per-mark thresholds: ``decode.thresholds`` of the loaded config (thresholds.json)
+        self.settings = settings = decode_settings(system.config, self.device, bf16=bf16,
+                                                   **decode)
+        self.engine = Engine(model, system.featurizer, system.label_set, settings, self.device,
+                             batch_words, block_words, context_words)
+        self.symbols = SymbolTally()
+
+    @classmethod
+    def from_pretrained(cls, path_or_hub_id: str | Path, *, device: str = "auto",
+                        precision: str | None = None, backend: str = "torch",
+                        checkpoint: str = "best", revision: str | None = None,
+                        verbose: bool = False, **options: Any) -> Restorer:
+        """Load an experiment dir (``exp/X``), an exported dir (``punct-export``) or a Hub
+        id (needs ``huggingface_hub``). ``precision``: None (the system's ``decode.bf16``),
+        ``auto`` (bf16 where the hardware has it), ``fp32`` or ``bf16``; ``backend``:
+        ``torch``, ``onnx`` or ``onnx-int8`` (onnxruntime on an exported dir with
+        ``model.onnx`` / ``model.int8.onnx``). Other options:
+        ``window``, ``stride``, ``per_token``, ``batch_size``, ``aggregate``,
+        ``threshold``, ``batch_words``, ``block_words``, ``context_words`` (see
+        docs/RESTORE.md)."""
+        from punct.infer.decode import pick_device
+        from punct.infer.quiet import set_loading_verbosity
+
+        set_loading_verbosity(verbose)
+        system = load_system(path_or_hub_id, pick_device(device), checkpoint, revision)
+        return cls(system, device=device, precision=precision, backend=backend, **options)
+
+    # ------------------------------------------------------------------ public API
+    def restore(self, text: str | Sequence[str]) -> str | list[str]:
+        """Punctuate and case one document (a str) or each of a list of documents."""
+        if isinstance(text, str):
+            return next(iter(self.restore_stream([text])))
+        return list(self.restore_stream(text))
+
+    def restore_stream(self, texts: Iterable[str]) -> Iterator[str]:
+        """Restore documents read lazily from ``texts`` (e.g. an open file: one per line);
+        yields one restored string per document, in order, in bounded memory."""
+        docs = (Document(f"<{k}>", self._words(t)) for k, t in enumerate(texts, 1))
+        parts: list[str] = []
+        for seg in self.restore_documents(docs):
+            text = render_rows(seg.rows)
+            if text:
+                parts.append(text)
+            if seg.last:
+                yield " ".join(parts)
+                parts = []
+
+    def restore_words(self, words: Sequence[str], starts: Sequence[float] | None = None,
+                      ends: Sequence[float] | None = None, lang: str | None = None
+                      ) -> list[Word]:
+        """Restore a list of words, optionally with start/end times in seconds (pauses are
+        computed from them exactly as the restore command does for timed JSONL). Marks on
+        the input words are stripped; a word made only of marks gives no output word."""
+        if (starts is None) != (ends is None):
+            raise ValueError("give both starts and ends, or neither")
+        if starts is not None and ends is not None and not len(starts) == len(ends) == len(words):
+            raise ValueError(f"{len(words)} words but {len(starts)} starts, {len(ends)} ends")
+        if starts is None or ends is None:
+            record: dict[str, Any] = {"id": "words", "words": [str(w) for w in words]}
+        else:
+            record = {"id": "words", "words": [
+                {"word": str(w), "start": _finite(s), "end": _finite(e)}
+                for w, s, e in zip(words, starts, ends, strict=True)]}
+        if lang is not None:
+            record["lang"] = lang
+        with tally() as counter:
+            doc = self._read_jsonl(record)
+        self._count(counter)
+        rows = [row for seg in self.restore_documents([doc]) for row in seg.rows]
+        return [_word(row) for row in rows]
+
+    def restore_documents(self, docs: Iterable[Document]) -> Iterator[Segment]:
+        """The engine: ``Document`` objects in, ``Segment`` objects (word rows) out."""
+        with tally() as counter:
+            try:
+                yield from self.engine.restore(docs)
+            finally:
+                self._count(counter)
+
+    def _count(self, counter: SymbolTally) -> None:
+        """Add a call's pass-through words to ``self.symbols`` (the running total)."""
+        self.symbols.words += counter.words
+        self.symbols.symbols += counter.symbols
+        for ex in counter.examples:
+            if len(self.symbols.examples) < 3 and ex not in self.symbols.examples:
+                self.symbols.examples.append(ex)
+
+    # ------------------------------------------------------------------ helpers
+    @staticmethod
+    def _words(text: str) -> list[InputWord]:
+        if not isinstance(text, str):
+            raise TypeError(f"documents must be str, got {type(text).__name__}")
+        return [InputWord(w) for w in split_words(text)]
+
+    @staticmethod
+    def _read_jsonl(record: dict[str, Any]) -> Document:
+        from punct.infer.inputs import read_jsonl
+
+        line = json.dumps(record, ensure_ascii=False).encode("utf-8") + b"\n"
+        doc = next(read_jsonl(io.BytesIO(line), "<words>"))
+        doc.words = list(doc.words)
+        return doc
+
+
+def _finite(value: float) -> float:
+    value = float(value)
+    if not math.isfinite(value):
+        raise ValueError(f"times must be finite, got {value}")
+    return value
+
+
+def _word(row: WordRow) -> Word:
+    return Word(row.form, row.word, tuple(row.punct), row.cap, row.start, row.end,
+                row.pause_after)

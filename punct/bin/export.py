@@ -1,0 +1,56 @@
+"""Export a trained system to a self-contained directory (Hugging Face Hub layout).
+
+  punct-export --exp-dir exp/X --out DIR [--onnx] [--train-data TEXT]
+
+DIR gets config.json (family, label set, decision rule, per-mark thresholds, decode
+settings), model.safetensors, featurizer/ (tokenizer files, vocabulary, ...) and a
+README.md model card with the scores of the experiment's scores.json files. ``--onnx``
+also writes model.onnx (transformer and BRNN families) for ``--backend onnx``.
+Load it with ``Restorer.from_pretrained(DIR)`` or ``punct-restore --model DIR``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from punct.errors import PunctInputError, report_error
+
+
+def build_parser(prog: str = "punct-export") -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--exp-dir", required=True, help="trained experiment directory")
+    parser.add_argument("--out", required=True, help="output directory")
+    parser.add_argument("--checkpoint", default="best", choices=("best", "last"))
+    parser.add_argument("--train-data", default=None,
+                        help="training data description for the model card")
+    parser.add_argument("--overwrite", action="store_true", help="replace a non-empty --out")
+    parser.add_argument("--onnx", action="store_true", help="also write model.onnx")
+    parser.add_argument("--quantize", action="store_true",
+                        help="with --onnx: also write model.int8.onnx (dynamic int8)")
+    parser.add_argument("--verbose", action="store_true", help="show loading progress bars")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    from punct.export.hub import export_hub
+    from punct.infer.quiet import set_loading_verbosity
+
+    set_loading_verbosity(args.verbose)
+    try:
+        out = export_hub(args.exp_dir, args.out, args.checkpoint, args.train_data,
+                         args.overwrite)
+        if args.onnx:
+            from punct.export.onnx_export import export_onnx
+
+            export_onnx(out, quantize=args.quantize)
+    except (PunctInputError, ValueError, KeyError, FileExistsError, ImportError) as err:
+        return report_error("export", err)
+    print(f"export: {args.exp_dir} -> {out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,72 @@
+"""Answer the recipe driver's questions about its systems from what their families declare.
+
+    python -m punct.bin.system_info --query streams --config conf/model/a.yaml --config ...
+
+``--query`` is one of:
+
+- ``family``: ``<system> <family>`` per config;
+- ``streams``: the acoustic streams the systems read (their ``featurizer.streams`` and
+  their families' ``needs_streams``), space-separated, in order of first appearance;
+- ``decodes_mixed_sets`` / ``pr_curves``: the systems (config file stems) whose family
+  declares it, one per line.
+
+The stage driver (run.sh) uses it so that it never names a model family.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from pathlib import Path
+
+from punct.config import load_config
+from punct.errors import PunctInputError, report_error
+from punct.models.base import Family, Registry
+
+QUERIES = ("family", "streams", "decodes_mixed_sets", "pr_curves")
+
+
+def system_streams(config: dict, family: Family) -> list[str]:
+    """The acoustic streams one system reads: its config's, then its family's."""
+    streams = list((config.get("featurizer") or {}).get("streams") or [])
+    return streams + [s for s in family.needs_streams if s not in streams]
+
+
+def answer(query: str, configs: Sequence[Path]) -> list[str]:
+    """The output lines of ``query`` over the systems of ``configs``."""
+    lines: list[str] = []
+    streams: list[str] = []
+    for path in configs:
+        config = load_config(path)
+        try:
+            family = Registry.get(str(config.get("family")))
+        except KeyError as err:
+            raise PunctInputError(err.args[0], path) from None
+        system = path.stem
+        if query == "family":
+            lines.append(f"{system} {family.name}")
+        elif query == "streams":
+            streams += [s for s in system_streams(config, family) if s not in streams]
+        elif getattr(family, query):
+            lines.append(system)
+    return [" ".join(streams)] if query == "streams" else lines
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m punct.bin.system_info", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--config", action="append", required=True, type=Path,
+                   help="a system's config (repeat for every system)")
+    p.add_argument("--query", required=True, choices=QUERIES, help="what to answer")
+    args = p.parse_args(argv)
+    try:
+        lines = answer(args.query, args.config)
+    except PunctInputError as err:
+        return report_error("system_info", err)
+    for line in lines:
+        print(line)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

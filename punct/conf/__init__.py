@@ -1,0 +1,1 @@
+"""Configuration files shipped with the package (``align.yaml``: the auto aligner table)."""

@@ -1,0 +1,1 @@
+"""Exported systems: the Hub layout (``hub``), loading either layout (``system``), ONNX."""

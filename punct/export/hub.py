@@ -1,0 +1,93 @@
+"""Export an experiment directory to a self-contained directory in the Hugging Face Hub layout.
+
+``export_hub(exp_dir, out)`` writes
+
+- ``config.json``: ``format``/``format_version``, the family, label set and labels, the
+  decision rule (``argmax`` for exclusive label sets, else ``threshold``), the per-mark
+  thresholds of ``thresholds.json`` when the experiment has one, the ``decode`` settings
+  and the full resolved experiment config (what rebuilds the model);
+- ``model.safetensors``: every weight of the checkpoint (tied tensors stored once each);
+- ``featurizer/``: the tokenizer files and encoder config (transformer families), the
+  vocabulary (BRNN) or the prosodic models, exactly as the experiment saved them;
+- ``README.md``: a model card with the training data and the experiment's scores.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from punct import __version__
+from punct.config import load_config
+from punct.errors import MissingDataError
+from punct.export.card import model_card
+from punct.export.system import (
+    CONFIG_FILE,
+    EXPORT_FORMAT,
+    EXPORT_VERSION,
+    FEATURIZER_DIR,
+    WEIGHTS_FILE,
+    decision_rule,
+    read_thresholds,
+)
+from punct.labels import CAP_LABELS, get_label_set
+
+
+def export_config(config: dict[str, Any], thresholds: dict[str, float] | None) -> dict[str, Any]:
+    """The ``config.json`` document of an exported system."""
+    label_set = get_label_set(config["label_set"])
+    return {
+        "format": EXPORT_FORMAT,
+        "format_version": EXPORT_VERSION,
+        "punct_version": __version__,
+        "family": config["family"],
+        "label_set": label_set.name,
+        "labels": list(label_set.labels),
+        "cap_labels": list(CAP_LABELS),
+        "decision_rule": decision_rule(label_set),
+        "thresholds": thresholds,
+        "decode": config.get("decode") or {},
+        "streams": list(config.get("featurizer", {}).get("streams") or []),
+        "config": config,
+    }
+
+
+def state_tensors(checkpoint: Path) -> dict[str, torch.Tensor]:
+    """The model weights of a ``best.pt``/``last.pt`` checkpoint, each a contiguous copy
+    (safetensors refuses tensors that share memory)."""
+    state = torch.load(checkpoint, map_location="cpu", weights_only=True)
+    weights = state["model"] if "model" in state else state
+    return {k: v.detach().clone().contiguous() for k, v in weights.items()}
+
+
+def export_hub(exp_dir: str | Path, out: str | Path, checkpoint: str = "best",
+               train_data: str | None = None, overwrite: bool = False) -> Path:
+    """Write the exported system of ``exp_dir`` into ``out`` (see the module docstring)."""
+    from safetensors.torch import save_file
+
+
+    exp_dir, out = Path(exp_dir), Path(out)
+    for need in ("config.yaml", FEATURIZER_DIR, f"{checkpoint}.pt"):
+        if not (exp_dir / need).exists():
+            raise MissingDataError(f"not a trained experiment dir (no {need})", exp_dir / need)
+    if out.exists() and any(out.iterdir()):
+        if not overwrite:
+            raise FileExistsError(f"{out} exists and is not empty (use --overwrite)")
+        shutil.rmtree(out)
+    out.mkdir(parents=True, exist_ok=True)
+    config = load_config(exp_dir / "config.yaml")
+    thresholds = read_thresholds(exp_dir)
+    if thresholds:
+        config.setdefault("decode", {})["thresholds"] = thresholds
+    doc = export_config(config, thresholds)
+    (out / CONFIG_FILE).write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n",
+                                   encoding="utf-8")
+    save_file(state_tensors(exp_dir / f"{checkpoint}.pt"), str(out / WEIGHTS_FILE),
+              metadata={"format": "pt", "family": str(config["family"])})
+    shutil.copytree(exp_dir / FEATURIZER_DIR, out / FEATURIZER_DIR)
+    (out / "README.md").write_text(model_card(exp_dir, doc, train_data), encoding="utf-8")
+    return out

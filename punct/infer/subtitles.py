@@ -1,0 +1,236 @@
+"""Subtitles for ``restore``: SRT and WebVTT in, SRT and WebVTT out, sentences.
+
+Input (``read_srt``, ``read_vtt``): one document per file (id: the file name without
+its extension, ``-`` for stdin). Markup is dropped (``<i>``, ``<v Speaker>``,
+``{\\an8}``, VTT entities are unescaped); the words of a cue share the cue's span in
+proportion to their lengths (``punct.infer.inputs.split_span``), so the pauses the model
+sees are the gaps between cues, computed by the one pause formula of training.
+
+Output (``SubtitleWriter``): cues from timed words that break at the restored sentence
+ends, and earlier when a cue would exceed ``max_chars`` characters or ``max_seconds``
+seconds; lines are wrapped at ``line_chars``. Cue times are the first word's start and
+the last word's end. Several documents go into one stream with running cue numbers
+(WebVTT adds a ``NOTE`` with the document id); restore one recording per file for
+players.
+"""
+
+from __future__ import annotations
+
+import html
+import itertools
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import BinaryIO, TextIO
+
+from punct.errors import PunctInputError
+from punct.infer.inputs import iter_lines, split_span, text_words, with_pauses
+from punct.infer.stream import Document
+from punct.labels import CANONICAL, OPENING_LABELS
+from punct.wordtable import WordRow
+
+SENTENCE_FINAL = frozenset({"PERIOD", "QUESTION", "EXCLAMATION", "ELLIPSIS"})
+_TIME = re.compile(r"^(?:(\d+):)?(\d{1,2}):(\d{2})[.,](\d{1,3})$")
+_TAG = re.compile(r"<[^>]*>|\{\\[^}]*\}")
+
+
+# ----------------------------------------------------------------------------- reading
+
+
+def parse_time(text: str, name: str, line: int) -> float:
+    """``hh:mm:ss,mmm`` (SRT) or ``[hh:]mm:ss.mmm`` (WebVTT) -> seconds."""
+    m = _TIME.match(text.strip())
+    if m is None:
+        raise PunctInputError(f"bad timestamp {text.strip()!r}", name, line)
+    hours, minutes, seconds, frac = m.groups()
+    if int(minutes) > 59 or int(seconds) > 59:
+        raise PunctInputError(f"bad timestamp {text.strip()!r}", name, line)
+    return (int(hours or 0) * 3600 + int(minutes) * 60 + int(seconds)
+            + int(frac.ljust(3, "0")) / 1000)
+
+
+@dataclass
+class Cue:
+    """One cue: its span, its text (markup removed) and the line of its timing."""
+
+    start: float
+    end: float
+    text: str
+    line: int
+
+
+def _timing(text: str, name: str, line: int) -> tuple[float, float]:
+    left, _, right = text.partition("-->")
+    start = parse_time(left, name, line)
+    end = parse_time(right.split()[0] if right.split() else "", name, line)
+    if end < start:
+        raise PunctInputError(f"cue ends ({end:.3f} s) before it starts ({start:.3f} s)",
+                              name, line)
+    return start, end
+
+
+def _clean(text: str) -> str:
+    return html.unescape(_TAG.sub(" ", text))
+
+
+def iter_cues(stream: BinaryIO, name: str, vtt: bool) -> Iterator[Cue]:
+    """The cues of an SRT or WebVTT stream, read lazily (blocks between blank lines)."""
+    block: list[tuple[int, str]] = []
+    first = True
+    for lineno, text in itertools.chain(iter_lines(stream, name), [(-1, "")]):
+        if text.strip():
+            block.append((lineno, text))
+            continue
+        if not block:
+            continue
+        if first and vtt:
+            if not block[0][1].startswith("WEBVTT"):
+                raise PunctInputError("a WebVTT file starts with 'WEBVTT'", name, block[0][0])
+            first = False
+            block = []
+            continue
+        first = False
+        timing = next((k for k, (_, t) in enumerate(block) if "-->" in t), None)
+        head = block[0][1].strip()
+        if timing is None:
+            if vtt and head.split(" ")[0] in ("NOTE", "STYLE", "REGION"):
+                block = []
+                continue
+            raise PunctInputError("a cue without a timing line ('start --> end')", name,
+                                  block[0][0])
+        lineno_t, text_t = block[timing]
+        start, end = _timing(text_t, name, lineno_t)
+        body = " ".join(_clean(t) for _, t in block[timing + 1:])
+        yield Cue(start, end, body, lineno_t)
+        block = []
+
+
+def _read(stream: BinaryIO, name: str, vtt: bool) -> Iterator[Document]:
+    doc_id = "-" if name == "-" else re.sub(r"\.(srt|vtt)$", "", name.rsplit("/", 1)[-1],
+                                              flags=re.IGNORECASE)
+
+    def timed() -> Iterator:
+        prev_start = None
+        for cue in iter_cues(stream, name, vtt):
+            if prev_start is not None and cue.start < prev_start:
+                raise PunctInputError(f"cue starts at {cue.start:.3f} s, before the previous "
+                                      f"cue ({prev_start:.3f} s): not in time order", name,
+                                      cue.line)
+            prev_start = cue.start
+            words = text_words(cue.text, name, cue.line)
+            if words:
+                yield from split_span(words, cue.start, cue.end, cue.line)
+
+    yield Document(doc_id, with_pauses(timed(), None, f"subtitles {doc_id}", name))
+
+
+def read_srt(stream: BinaryIO, name: str) -> Iterator[Document]:
+    """One document: the words of an SRT file, timed by their cues."""
+    return _read(stream, name, vtt=False)
+
+
+def read_vtt(stream: BinaryIO, name: str) -> Iterator[Document]:
+    """One document: the words of a WebVTT file, timed by their cues."""
+    return _read(stream, name, vtt=True)
+
+
+# ----------------------------------------------------------------------------- writing
+
+
+def word_text(row: WordRow) -> str:
+    """A restored word with its marks, as in the restored text."""
+    opening = "".join(CANONICAL[p] for p in row.punct if p in OPENING_LABELS)
+    closing = "".join(CANONICAL[p] for p in row.punct if p not in OPENING_LABELS)
+    return opening + row.form + closing
+
+
+def ends_sentence(row: WordRow) -> bool:
+    return any(p in SENTENCE_FINAL for p in row.punct)
+
+
+def sentences(rows: Sequence[WordRow]) -> list[str]:
+    """The restored text cut after every sentence-final mark."""
+    out: list[str] = []
+    cur: list[str] = []
+    for row in rows:
+        cur.append(word_text(row))
+        if ends_sentence(row):
+            out.append(" ".join(cur))
+            cur = []
+    if cur:
+        out.append(" ".join(cur))
+    return out
+
+
+def format_time(seconds: float, vtt: bool) -> str:
+    ms = round(seconds * 1000)
+    h, rest = divmod(ms, 3_600_000)
+    m, rest = divmod(rest, 60_000)
+    s, ms = divmod(rest, 1000)
+    return f"{h:02d}:{m:02d}:{s:02d}{'.' if vtt else ','}{ms:03d}"
+
+
+def wrap(words: Sequence[str], line_chars: int) -> list[str]:
+    """Greedy lines of at most ``line_chars`` characters (a longer word stands alone)."""
+    lines: list[str] = []
+    cur = ""
+    for w in words:
+        if cur and len(cur) + 1 + len(w) > line_chars:
+            lines.append(cur)
+            cur = w
+        else:
+            cur = f"{cur} {w}" if cur else w
+    if cur:
+        lines.append(cur)
+    return lines
+
+
+class SubtitleWriter:
+    """Streams restored rows into SRT or WebVTT cues (see the module docstring)."""
+
+    def __init__(self, out: TextIO, vtt: bool, max_chars: int = 84, max_seconds: float = 7.0,
+                 line_chars: int = 42):
+        if max_chars < 1 or max_seconds <= 0 or line_chars < 1:
+            raise ValueError("cue limits must be positive")
+        self.out, self.vtt = out, vtt
+        self.max_chars, self.max_seconds, self.line_chars = max_chars, max_seconds, line_chars
+        self.cues = 0
+        self.pending: list[WordRow] = []
+        if vtt:
+            out.write("WEBVTT\n\n")
+
+    def start_document(self, doc_id: str) -> None:
+        if self.vtt:
+            self.out.write(f"NOTE {doc_id}\n\n")
+
+    def add(self, rows: Sequence[WordRow]) -> None:
+        for row in rows:
+            if row.start is None or row.end is None:
+                raise PunctInputError(
+                    f"subtitle output needs timed words (CTM, TextGrid, JSONL with times, SRT "
+                    f"or WebVTT input); word {row.idx} of {row.utt_id!r} has no times")
+            if self.pending and self._too_long(row):
+                self._flush()
+            self.pending.append(row)
+            if ends_sentence(row):
+                self._flush()
+
+    def end_document(self) -> None:
+        self._flush()
+
+    def _too_long(self, row: WordRow) -> bool:
+        chars = sum(len(word_text(r)) + 1 for r in self.pending) + len(word_text(row))
+        start = self.pending[0].start
+        assert start is not None and row.end is not None
+        return chars > self.max_chars or row.end - start > self.max_seconds
+
+    def _flush(self) -> None:
+        if not self.pending:
+            return
+        first, last = self.pending[0], self.pending[-1]
+        assert first.start is not None and last.end is not None
+        self.cues += 1
+        lines = wrap([word_text(r) for r in self.pending], self.line_chars)
+        self.out.write(f"{self.cues}\n{format_time(first.start, self.vtt)} --> "
+                       f"{format_time(last.end, self.vtt)}\n" + "\n".join(lines) + "\n\n")
+        self.pending = []

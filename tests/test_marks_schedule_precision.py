@@ -1,0 +1,261 @@
+"""The training recipe: the loss per label set, decisions, learning-rate schedules,
+mixed precision (bf16, and fp16 with a gradient scaler, run on CPU) and dev-tuned
+per-mark thresholds."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+import yaml
+from torch.nn import functional as F
+
+from punct.bin import train_benchmark
+from punct.config import (
+    DEFAULTS,
+    DecodeSection,
+    decode_section,
+    load_config,
+    resolve_config,
+    train_section,
+)
+from punct.errors import PunctInputError
+from punct.infer.aggregate import Aggregator
+from punct.infer.decode import decode_settings, exclusive_marks, load_experiment
+from punct.infer.precision import resolve_precision
+from punct.labels import get_label_set
+from punct.models.marks import MarkObjective, class_weights
+from punct.train.optim import lr_factor
+from punct.train.thresholds import tune_thresholds
+from punct.train.trainer import train_experiment
+from punct.wordtable import WordRow, write_word_table
+
+IWSLT4 = get_label_set("iwslt4")
+
+
+# -- loss and probabilities ---------------------------------------------------------------
+def test_exclusive_objective_is_a_softmax_over_o_and_the_marks() -> None:
+    obj = MarkObjective(IWSLT4, {"class_weight": [1.0, 2.0, 2.0, 3.0]}, np.zeros(3), 0)
+    logits = torch.tensor([[0.5, -1.0, 2.0], [-3.0, -3.0, -3.0]])
+    targets = torch.tensor([[0.0, 0.0, 1.0], [0.0, 0.0, 0.0]])  # QUESTION, O
+    full = torch.tensor([[0.0, 0.5, -1.0, 2.0], [0.0, -3.0, -3.0, -3.0]])
+    expected = F.cross_entropy(full, torch.tensor([3, 0]),
+                               weight=torch.tensor([1.0, 2.0, 2.0, 3.0]))
+    assert obj.loss(logits, targets).item() == pytest.approx(expected.item(), rel=1e-6)
+    probs = obj.probs(logits)
+    assert torch.allclose(probs, torch.softmax(full, -1)[:, 1:])
+    assert exclusive_marks(probs.numpy()).tolist() == [[False, False, True],
+                                                       [False, False, False]]
+
+
+def test_class_weights_auto_from_counts() -> None:
+    # 1000 words: 80 commas, 60 periods, 5 questions, 855 without a mark
+    weights = class_weights({"class_weight": "auto"}, np.array([80, 60, 5]), 1000)
+    expected = [1.0, (855 / 80) ** 0.25, (855 / 60) ** 0.25, (855 / 5) ** 0.25]
+    assert weights.tolist() == pytest.approx(expected, rel=1e-6)
+    capped = class_weights({"class_weight": "auto", "class_weight_max": 2.0},
+                           np.array([80, 60, 5]), 1000)
+    assert capped.tolist() == pytest.approx([1.0, expected[1], 1.94299, 2.0], rel=1e-4)
+
+
+def test_loss_options_fit_the_label_set() -> None:
+    with pytest.raises(PunctInputError, match="pos_weight does not apply"):
+        MarkObjective(IWSLT4, {"pos_weight": "auto"}, np.ones(3), 10)
+    with pytest.raises(PunctInputError, match="class_weight does not apply"):
+        MarkObjective(get_label_set("full13"), {"class_weight": "auto"}, np.ones(13), 100)
+    with pytest.raises(PunctInputError, match="4 numbers"):
+        MarkObjective(IWSLT4, {"class_weight": [1, 2, 3]}, np.ones(3), 10)
+    multi = MarkObjective(get_label_set("full13"), {}, np.ones(13), 100)
+    assert torch.allclose(multi.probs(torch.zeros(2, 13)), torch.full((2, 13), 0.5))
+
+
+def test_summed_activations_of_an_exclusive_set_use_the_softmax() -> None:
+    agg = Aggregator(1, 3, False, "sum", exclusive=True)
+    for logits in ([1.0, 0.0, -1.0], [0.5, 1.0, -1.0]):
+        p = torch.softmax(torch.tensor([0.0, *logits]), -1)[1:].numpy()
+        agg.add(np.array([[0]]), p[None, None], punct_logits=np.array([[logits]]))
+    punct, _, counts = agg.result()
+    expected = torch.softmax(torch.tensor([0.0, 1.5, 1.0, -2.0]), -1)[1:].numpy()
+    assert counts.tolist() == [2] and np.allclose(punct[0], expected)
+    # without raw activations, log(p / p_O) recovers them
+    again = Aggregator(1, 3, False, "sum", exclusive=True)
+    p = torch.softmax(torch.tensor([0.0, 1.0, 0.0, -1.0]), -1)[1:].numpy()
+    again.add(np.array([[0]]), p[None, None])
+    assert np.allclose(again.result()[0][0], p, atol=1e-6)
+
+
+# -- schedules ------------------------------------------------------------------------------
+def test_lr_factor_warmup_decay_and_restart() -> None:
+    assert [lr_factor(s, 100, 4) for s in range(5)] == [0.25, 0.5, 0.75, 1.0, 1.0]
+    assert lr_factor(50, 100, 0, "linear") == pytest.approx(0.5)
+    assert lr_factor(100, 100, 0, "linear") == 0.0
+    assert lr_factor(25, 100, 0, "cosine") == pytest.approx(0.5 * (1 + math.cos(math.pi / 4)))
+    # the encoder unfreezes at step 40: warm-up starts again there, decay goes on
+    assert lr_factor(40, 100, 10, "linear", restart_step=40) == pytest.approx(0.1 * 0.6)
+    assert lr_factor(49, 100, 10, "linear", restart_step=40) == pytest.approx(1.0 * 0.51)
+    assert lr_factor(39, 100, 10, "none", restart_step=40) == 1.0
+    with pytest.raises(ValueError, match="unknown lr decay"):
+        lr_factor(0, 10, 0, "step")
+
+
+# -- precision --------------------------------------------------------------------------------
+@pytest.mark.parametrize(("flags", "expected"), [
+    ("fpu avx2 avx512f avx512_bf16 amx_bf16", "bf16"),
+    ("fpu avx2 fma", "fp32"),
+])
+def test_auto_precision_follows_the_cpu(tmp_path: Path, flags: str, expected: str) -> None:
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text(f"processor\t: 0\nflags\t\t: {flags}\n", encoding="utf-8")
+    assert resolve_precision("auto", "cpu", cpuinfo) == expected
+    assert resolve_precision("fp32", "cpu", cpuinfo) == "fp32"
+    assert resolve_precision("BF16", "cpu", cpuinfo) == "bf16"
+    with pytest.raises(ValueError, match="precision must be one of"):
+        resolve_precision("half", "cpu", cpuinfo)
+
+
+def test_auto_precision_on_cuda_devices(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *a, **k: True)
+    assert resolve_precision("auto", "cuda") == "bf16"
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *a, **k: False)
+    assert resolve_precision("auto", "cuda") == "fp16"  # with a gradient scaler
+
+
+# -- training ------------------------------------------------------------------------------
+FILLERS = [f"w{i}" for i in range(12)]
+
+
+def make_set(path: Path, n: int, seed: int) -> None:
+    """yes -> COMMA, stop -> PERIOD, huh -> QUESTION; QUOTE on hola (multi-label)."""
+    rng = random.Random(seed)
+    utts = {}
+    for u in range(n):
+        words = [rng.choice([*FILLERS, "yes", "stop", "huh", "hola"])
+                 for _ in range(rng.randint(4, 10))]
+        uid = f"{path.name}{u:04d}"
+        rows = []
+        for i, w in enumerate(words):
+            marks = {"yes": ("COMMA",), "stop": ("PERIOD",), "huh": ("QUESTION",),
+                     "hola": ("QUOTE", "COMMA")}.get(w, ())
+            rows.append(WordRow(uid, i, w, w, marks, "O", float(i), i + 0.5, 0.5))
+        utts[uid] = rows
+    path.mkdir(parents=True, exist_ok=True)
+    write_word_table(path / "words.tsv", utts)
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("recipe")
+    make_set(root / "train", 200, 1)
+    make_set(root / "dev", 30, 2)
+    return root
+
+
+def tiny(label_set: str, precision: str, **train: object) -> dict:
+    return resolve_config({
+        "family": "brnn", "label_set": label_set, "featurizer": {"min_count": 1},
+        "model": {"hidden": 12},
+        "train": {"epochs": 6, "batch_size": 8, "window": 12, "stride": 12, "seed": 3,
+                  "optimizer": {"name": "adam", "lr": 0.02}, "precision": precision,
+                  "grad_clip": 1.0, "lr_decay": "linear", "warmup_steps": 3, **train},
+        "decode": {"window": 12, "stride": 6},
+    })
+
+
+@pytest.mark.parametrize("precision", ["bf16", "fp16"])
+def test_mixed_precision_training_runs_on_cpu(data: Path, tmp_path: Path,
+                                              precision: str) -> None:
+    torch.set_num_threads(1)
+    exp = tmp_path / precision
+    summary = train_experiment(tiny("iwslt4", precision), data / "train", data / "dev", exp,
+                               threads=1, quiet=True)
+    assert summary["precision"] == precision
+    history = json.loads((exp / "history.json").read_text())
+    assert all(math.isfinite(h["train_loss"]) for h in history)
+    assert max(h["dev_micro_f1"] for h in history) > 0.8  # fp32 reaches 0.98
+    assert history[-1]["lr"] == pytest.approx(0.0, abs=1e-12)  # linear decay to 0
+    ckpt = torch.load(exp / "last.pt", map_location="cpu", weights_only=False)
+    if precision == "fp16":  # the gradient scaler's state is checkpointed for --resume
+        assert ckpt["scaler"] and ckpt["scaler"]["scale"] > 0
+    else:
+        assert ckpt["scaler"] is None
+    assert not (exp / "thresholds.json").exists()  # iwslt4 decodes by argmax
+    assert decode_settings(load_experiment(exp).config).exclusive
+
+
+def test_multilabel_thresholds_are_tuned_on_dev_and_used(data: Path, tmp_path: Path) -> None:
+    torch.set_num_threads(1)
+    exp = tmp_path / "full13"
+    train_experiment(tiny("full13", "fp32"), data / "train", data / "dev", exp, threads=1,
+                     quiet=True)
+    saved = json.loads((exp / "thresholds.json").read_text())
+    assert saved["label_set"] == "full13" and len(saved["thresholds"]) == 13
+    assert saved["dev_micro_f1_tuned"] >= saved["dev_micro_f1_default"]
+    st = decode_settings(load_experiment(exp).config)
+    labels = get_label_set("full13").labels
+    assert st.threshold == tuple(saved["thresholds"][lab] for lab in labels)
+    assert not st.exclusive
+
+
+def test_tune_thresholds_picks_the_best_per_mark() -> None:
+    probs = np.array([[0.3, 0.9], [0.35, 0.2], [0.1, 0.6], [0.05, 0.55]])
+    ref = np.array([[1, 1], [1, 0], [0, 1], [0, 0]], dtype=bool)
+    tuned = tune_thresholds(probs, ref, ["A", "B"])
+    assert tuned.thresholds["A"] == pytest.approx(0.15)  # catches both at 0.3 and 0.35
+    assert tuned.thresholds["B"] == pytest.approx(0.6)   # drops the 0.55 false alarm
+    assert tuned.f1_after == pytest.approx(1.0) and tuned.f1_before < 1.0
+
+
+# -- configs -----------------------------------------------------------------------------------
+def test_unknown_train_and_decode_keys_name_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "sys.yaml"
+    path.write_text(yaml.safe_dump({"family": "brnn", "train": {"epoch": 3}}))
+    with pytest.raises(PunctInputError, match=r"train\.epoch\b") as err:
+        load_config(path)
+    assert str(path) in str(err.value)
+    path.write_text(yaml.safe_dump({"family": "brnn", "decode": {"treshold": 0.4}}))
+    with pytest.raises(PunctInputError, match=r"decode\.treshold"):
+        load_config(path)
+    path.write_text(yaml.safe_dump({"family": "brnn", "train": {"precision": "half"}}))
+    with pytest.raises(PunctInputError, match=r"train\.precision"):
+        load_config(path)
+
+
+def test_train_benchmark_reports_each_precision(data: Path, tmp_path: Path) -> None:
+    cfg = tmp_path / "brnn.yaml"
+    cfg.write_text(yaml.safe_dump({
+        "family": "brnn", "label_set": "iwslt4", "featurizer": {"min_count": 1},
+        "model": {"hidden": 8}, "train": {"batch_size": 4, "window": 12, "stride": 12}}))
+    out = tmp_path / "bench"
+    assert train_benchmark.main(["--config", str(cfg), "--data-dir", str(data / "train"),
+                                 "--out-dir", str(out), "--steps", "3", "--reps", "1",
+                                 "--num-threads", "1", "--precisions", "fp32,bf16,fp16"]) == 0
+    report = json.loads((out / "train_benchmark.json").read_text())
+    assert [r["precision"] for r in report["rows"]] == ["fp32", "bf16", "fp16"]
+    assert report["tokens"] > 0 and all(r["tokens_per_s"] > 0 for r in report["rows"])
+    assert report["rows"][0]["speedup_vs_fp32"] == 1.0
+    assert report["auto_precision"] in ("bf16", "fp32")
+    assert "picks **" in (out / "train_benchmark.md").read_text()
+    too_many = ["--config", str(cfg), "--data-dir", str(data / "dev"), "--out-dir", str(out),
+                "--steps", "1000"]
+    assert train_benchmark.main(too_many) == 1
+
+
+def test_typed_sections_check_types_and_family_model_keys(tmp_path: Path) -> None:
+    path = tmp_path / "sys.yaml"
+    path.write_text(yaml.safe_dump({"family": "brnn", "train": {"epochs": "three"}}))
+    with pytest.raises(PunctInputError, match=r"train\.epochs = 'three' is not of type int"):
+        load_config(path)
+    path.write_text(yaml.safe_dump({"family": "nagy", "model": {"hiden": 64}}))
+    with pytest.raises(PunctInputError, match=r"model\.hiden for family nagy") as err:
+        load_config(path)
+    assert str(path) in str(err.value)
+    cfg = resolve_config({"family": "brnn", "train": {"warmup_epochs": 1, "grad_clip": 2}})
+    assert train_section(cfg).warmup_epochs == 1 and decode_section(cfg).threshold == 0.5
+    assert DEFAULTS["decode"] == dataclasses.asdict(DecodeSection())  # one place

@@ -1,0 +1,38 @@
+"""system_info: the recipe driver's questions answered from the families' declarations."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from punct.bin import system_info
+
+TINY = Path(__file__).resolve().parents[1] / "conf" / "model" / "tiny"
+SYSTEMS = ["brnn_text", "prosodic_pp", "unipunc"]
+
+
+def ask(query: str, capsys: pytest.CaptureFixture[str], systems=SYSTEMS) -> list[str]:
+    argv = ["--query", query]
+    for name in systems:
+        argv += ["--config", str(TINY / f"{name}.yaml")]
+    assert system_info.main(argv) == 0
+    return capsys.readouterr().out.splitlines()
+
+
+def test_queries(capsys: pytest.CaptureFixture[str]) -> None:
+    assert ask("family", capsys) == ["brnn_text brnn", "prosodic_pp prosodic_pp",
+                                     "unipunc unipunc"]
+    # prosody from prosodic_pp (its config and its family), fbank from unipunc's config
+    assert ask("streams", capsys) == ["prosody fbank"]
+    assert ask("streams", capsys, ["brnn_text"]) == [""]
+    assert ask("decodes_mixed_sets", capsys) == ["brnn_text", "unipunc"]
+    assert ask("pr_curves", capsys) == ["prosodic_pp"]
+
+
+def test_unknown_family_names_the_config(tmp_path: Path,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "x.yaml"
+    bad.write_text("family: nope\nlabel_set: iwslt4\n", encoding="utf-8")
+    assert system_info.main(["--query", "family", "--config", str(bad)]) == 1
+    assert str(bad) in capsys.readouterr().err
