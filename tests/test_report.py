@@ -233,3 +233,14 @@ def test_git_info_on_a_temporary_repository(tmp_path):
     assert git_info(tmp_path) == {"commit": head, "dirty": False}
     (tmp_path / "f").write_text("2", encoding="utf-8")
     assert git_info(tmp_path) == {"commit": head, "dirty": True}
+    # the files a report is writing (RESULTS.md, results/) do not make the tree dirty
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "t.md").write_text("a", encoding="utf-8")
+    git("add", "results/t.md")
+    git("commit", "-q", "-am", "y")
+    head = git("rev-parse", "HEAD").strip()
+    (tmp_path / "results" / "t.md").write_text("b", encoding="utf-8")
+    assert git_info(tmp_path)["dirty"] is True
+    assert git_info(tmp_path, [tmp_path / "results"]) == {"commit": head, "dirty": False}
+    (tmp_path / "f").write_text("3", encoding="utf-8")
+    assert git_info(tmp_path, [tmp_path / "results"])["dirty"] is True

@@ -18,9 +18,11 @@ REPO_DIR = Path(__file__).resolve().parents[2]  # the checkout this code runs fr
 PACKAGES = ("torch", "transformers", "tokenizers", "pandas", "numpy", "matplotlib")
 
 
-def git_info(cwd: str | Path | None = REPO_DIR) -> dict[str, Any]:
+def git_info(cwd: str | Path | None = REPO_DIR, outputs: Sequence[str | Path] = ()
+             ) -> dict[str, Any]:
     """Commit hash and dirty flag of the repository around ``cwd`` (default: the checkout of
-    this code); read-only git calls. ``dirty``: tracked files differ from the commit."""
+    this code); read-only git calls. ``dirty``: tracked files differ from the commit, not
+    counting ``outputs`` (the files and folders the report itself is writing)."""
 
     def run(*args: str) -> subprocess.CompletedProcess[str] | None:
         try:
@@ -34,7 +36,8 @@ def git_info(cwd: str | Path | None = REPO_DIR) -> dict[str, Any]:
         inside = run("rev-parse", "--is-inside-work-tree")
         reason = "no commits yet" if inside and inside.returncode == 0 else "not a git checkout"
         return {"commit": f"unknown ({reason})", "dirty": None}
-    status = run("status", "--porcelain", "--untracked-files=no")
+    excluded = [f":(exclude){Path(p).resolve()}" for p in outputs]
+    status = run("status", "--porcelain", "--untracked-files=no", "--", ".", *excluded)
     dirty = bool(status.stdout.strip()) if status and status.returncode == 0 else None
     return {"commit": head.stdout.strip(), "dirty": dirty}
 
@@ -166,7 +169,9 @@ def build_results_md(
 ) -> str:
     """The text of RESULTS.md. ``extras`` maps a section name to (source path, JSON value)."""
     md_dir = Path(md_path).parent
-    git = git if git is not None else git_info(REPO_DIR)
+    outputs = [Path(md_path), *{Path(p).parent for p in plots},
+               *{Path(f).parent for files in (table_files or {}).values() for f in files}]
+    git = git if git is not None else git_info(REPO_DIR, outputs)
     versions = versions if versions is not None else package_versions()
     when = (generated or dt.datetime.now(dt.UTC)).strftime("%Y-%m-%d %H:%M:%S UTC")
     dirty = {True: " (dirty: uncommitted changes)", False: " (clean)", None: ""}[git["dirty"]]
