@@ -90,8 +90,7 @@ def test_courtland_and_nagy_tables(recipe: Path) -> None:
     assert (recipe / "results" / "courtland_table1.md").is_file()  # stage 6
     out = recipe / "tables"  # again, after scoring test2011_full with full13
     rc = report.main(["--scores", str(recipe / "exp" / "*" / "decode_*" / "scores.json"),
-                      "--out-dir", str(out), "--layouts", "courtland,nagy",
-                      "--published", "none", "--no-plots"])
+                      "--out-dir", str(out), "--layouts", "courtland,nagy", "--no-plots"])
     assert rc == 0
     table1 = (out / "courtland_table1.md").read_text()
     ours = [line for line in table1.splitlines() if line.startswith("| ours ")]

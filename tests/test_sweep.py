@@ -57,21 +57,25 @@ def test_sweep_cli_rows_files_and_trend(tiny: tuple[Path, Path], tmp_path: Path,
     assert list(frame["per_token"]) == [1, 2, 3] and "relative_runtime" in frame
     assert (out / "sweep.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     md = (out / "sweep.md").read_text()
-    assert "| Predictions per token | exp F1 Overall | exp CPU Runtime |" in md
+    assert "| Predictions per token | exp micro F1 | exp macro F1 | exp CPU Runtime |" in md
     assert "| 1 | " in md and "| 76.3 | 1.0x |" in md
 
 
 def test_table2_markdown_hand_checked() -> None:
-    rows = [{"system": "a", "per_token": 1, "micro_f1": 0.5, "relative_runtime": 1.0},
-            {"system": "a", "per_token": 6, "micro_f1": 0.625, "relative_runtime": 4.96},
-            {"system": "b", "per_token": 6, "micro_f1": 0.7, "relative_runtime": 3.0}]
+    rows = [{"system": "a", "per_token": 1, "micro_f1": 0.5, "macro_f1": 0.25,
+             "relative_runtime": 1.0},
+            {"system": "a", "per_token": 6, "micro_f1": 0.625, "macro_f1": 0.5,
+             "relative_runtime": 4.96},
+            {"system": "b", "per_token": 6, "micro_f1": 0.7, "macro_f1": 0.6,
+             "relative_runtime": 3.0}]
     lines = sweep_cli.table2_markdown(rows, "cpu").splitlines()
-    assert lines[2] == ("| Predictions per token | a F1 Overall | a CPU Runtime | b F1 Overall "
-                        "| b CPU Runtime | Courtland F1 Overall | Courtland CPU Runtime |")
-    assert lines[4] == "| 1 | 50.0 | 1.0x |  |  | 76.3 | 1.0x |"
-    assert lines[5] == "| 6 | 62.5 | 5.0x | 70.0 | 3.0x | 83.2 | 5.2x |"
+    assert lines[2] == ("| Predictions per token | a micro F1 | a macro F1 | a CPU Runtime "
+                        "| b micro F1 | b macro F1 | b CPU Runtime | Courtland Overall F1 "
+                        "(macro) | Courtland CPU Runtime |")
+    assert lines[4] == "| 1 | 50.0 | 25.0 | 1.0x |  |  |  | 76.3 | 1.0x |"
+    assert lines[5] == "| 6 | 62.5 | 50.0 | 5.0x | 70.0 | 60.0 | 3.0x | 83.2 | 5.2x |"
     gpu = sweep_cli.table2_markdown(rows[:1], "cuda").splitlines()
-    assert gpu[4] == "| 1 | 50.0 | 1.0x | 76.3 | 1.0x |" and "GPU Runtime" in gpu[2]
+    assert gpu[4] == "| 1 | 50.0 | 25.0 | 1.0x | 76.3 | 1.0x |" and "GPU Runtime" in gpu[2]
 
 
 def test_sweep_cli_errors(tiny: tuple[Path, Path], tmp_path: Path,

@@ -10,4 +10,4 @@ export PUNCT_RECIPE_DIR=$PWD
 exec ../../../run.sh --corpus szeged --model-conf-dir conf/model --aligner none \
   --test-sets "test test_szeged_ner" --token-type unigram --nbpe 4000 \
   --baseline-systems "brnn_text brnn_sp" \
-  --transformer-systems "" --report-layouts nagy --published none "$@"
+  --transformer-systems "" --report-layouts nagy "$@"
