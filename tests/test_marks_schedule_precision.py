@@ -203,13 +203,21 @@ def test_multilabel_thresholds_are_tuned_on_dev_and_used(data: Path, tmp_path: P
     assert not st.exclusive
 
 
-def test_tune_thresholds_picks_the_best_per_mark() -> None:
+def test_tune_thresholds_maximises_micro_f1_and_spares_rare_marks() -> None:
     probs = np.array([[0.3, 0.9], [0.35, 0.2], [0.1, 0.6], [0.05, 0.55]])
     ref = np.array([[1, 1], [1, 0], [0, 1], [0, 0]], dtype=bool)
-    tuned = tune_thresholds(probs, ref, ["A", "B"])
+    tuned = tune_thresholds(probs, ref, ["A", "B"], min_support=1)
     assert tuned.thresholds["A"] == pytest.approx(0.15)  # catches both at 0.3 and 0.35
     assert tuned.thresholds["B"] == pytest.approx(0.6)   # drops the 0.55 false alarm
     assert tuned.f1_after == pytest.approx(1.0) and tuned.f1_before < 1.0
+    # with too few dev occurrences a mark keeps the default threshold
+    rare = tune_thresholds(probs, ref, ["A", "B"], min_support=3)
+    assert rare.thresholds == {"A": 0.5, "B": 0.5} and rare.f1_after == rare.f1_before
+    # a low threshold that adds more false alarms than hits is not taken
+    noisy = np.array([[0.4, 0.0]] * 2 + [[0.3, 0.0]] * 6 + [[0.9, 0.0]] * 2)
+    truth = np.zeros((10, 2), dtype=bool)
+    truth[:2, 0] = truth[8:, 0] = True
+    assert tune_thresholds(noisy, truth, ["A", "B"], min_support=1).thresholds["A"] >= 0.35
 
 
 # -- configs -----------------------------------------------------------------------------------
