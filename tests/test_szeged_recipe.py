@@ -70,8 +70,7 @@ def recipe(tmp_path_factory: pytest.TempPathFactory) -> Path:
         ["bash", str(ROOT / "run.sh"), "--corpus", "szeged", "--model-conf-dir", str(TINY),
          "--aligner", "none", "--test-sets", "test", "--token-type", "unigram",
          "--nbpe", "60", "--baseline-systems", "brnn_text brnn_sp",
-         "--transformer-systems", "", "--num-threads", "1", "--report-layouts", "nagy",
-         "--published", "none"],
+         "--transformer-systems", "", "--num-threads", "1", "--report-layouts", "nagy"],
         cwd=recipe, env=env, capture_output=True, text=True, timeout=600,
     )
     if proc.returncode != 0:
