@@ -32,8 +32,8 @@ from punct.export.system import (
     FEATURIZER_DIR,
     WEIGHTS_FILE,
     decision_rule,
-    read_thresholds,
 )
+from punct.infer.decode import read_thresholds
 from punct.labels import CAP_LABELS, get_label_set
 
 

@@ -19,6 +19,7 @@ from typing import Any
 import torch
 
 from punct.errors import MissingDataError, PunctInputError
+from punct.infer.decode import read_thresholds
 from punct.labels import LabelSet, get_label_set
 from punct.models.base import Featurizer, PunctModel, Registry
 
@@ -27,7 +28,6 @@ EXPORT_VERSION = 1
 CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.safetensors"
 FEATURIZER_DIR = "featurizer"
-THRESHOLDS_FILE = "thresholds.json"
 
 
 @dataclass
@@ -50,23 +50,6 @@ class System:
     def streams(self) -> tuple[str, ...]:
         """Acoustic feature streams the featurizer needs (none for text systems)."""
         return tuple(self.config.get("featurizer", {}).get("streams") or ())
-
-
-def read_thresholds(exp_dir: str | Path) -> dict[str, float] | None:
-    """Per-mark thresholds of ``exp_dir/thresholds.json`` (``{"thresholds": {mark: t}}``
-    as the trainer writes it, or a bare ``{mark: t}`` mapping); None when absent."""
-    path = Path(exp_dir) / THRESHOLDS_FILE
-    if not path.is_file():
-        return None
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as err:
-        raise PunctInputError(f"bad JSON: {err.msg}", path, err.lineno) from None
-    table = data.get("thresholds", data) if isinstance(data, dict) else None
-    if not isinstance(table, dict) or not all(
-            isinstance(v, int | float) and not isinstance(v, bool) for v in table.values()):
-        raise PunctInputError("expected a mapping mark -> threshold", path)
-    return {str(k): float(v) for k, v in table.items()}
 
 
 def decision_rule(label_set: LabelSet) -> str:

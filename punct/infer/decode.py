@@ -30,7 +30,7 @@ from tqdm import tqdm
 
 from punct.config import decode_window, load_config
 from punct.data.windows import batched, stride_for
-from punct.errors import MissingDataError
+from punct.errors import MissingDataError, PunctInputError
 from punct.infer.aggregate import Aggregator
 from punct.infer.precision import resolve_bf16
 from punct.labels import CAP_LABELS, OPENING_LABELS, apply_cap, get_label_set
@@ -217,16 +217,27 @@ def decode_info(pred: WordPredictions, n_words: int, n_utts: int, device: torch.
 THRESHOLDS_FILE = "thresholds.json"
 
 
-def read_thresholds(exp_dir: str | Path, label_set: str) -> dict[str, float] | None:
-    """Per-mark thresholds tuned on dev (``thresholds.json`` of the experiment), if any."""
+def read_thresholds(exp_dir: str | Path, label_set: str | None = None
+                    ) -> dict[str, float] | None:
+    """Per-mark thresholds tuned on dev (``thresholds.json`` of the experiment:
+    ``{"label_set": ..., "thresholds": {mark: t}}`` as the trainer writes it, or a bare
+    ``{mark: t}``); None when absent. ``label_set``: the model's, checked when given."""
     path = Path(exp_dir) / THRESHOLDS_FILE
     if not path.is_file():
         return None
-    data = json.loads(path.read_text(encoding="utf-8"))
-    if data.get("label_set") != label_set:
-        raise ValueError(f"{path}: thresholds for label set {data.get('label_set')!r}, "
-                         f"the model uses {label_set!r}")
-    return {str(k): float(v) for k, v in data["thresholds"].items()}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as err:
+        raise PunctInputError(f"bad JSON: {err.msg}", path, err.lineno) from None
+    table = data.get("thresholds", data) if isinstance(data, dict) else None
+    if not isinstance(table, dict) or not all(
+            isinstance(v, int | float) and not isinstance(v, bool) for v in table.values()):
+        raise PunctInputError("expected a mapping mark -> threshold", path)
+    saved = data.get("label_set") if "thresholds" in data else None
+    if label_set is not None and saved is not None and saved != label_set:
+        raise PunctInputError(f"thresholds for label set {saved!r}, the model uses "
+                              f"{label_set!r}", path)
+    return {str(k): float(v) for k, v in table.items()}
 
 
 @dataclass
