@@ -6,11 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from punct.align.base import AlignedWord
 from punct.align.ctm import read_ctm, write_ctm
 from punct.align.pauses import attach_timings, compute_pauses
 from punct.align.textgrid import read_textgrid, textgrid_silences, textgrid_words
-from punct.data.timed import END_OF_DOCUMENT_PAUSE, pauses
+from punct.data.timed import END_OF_DOCUMENT_PAUSE, TimedWord, pauses
 from punct.errors import MissingDataError, PunctInputError
 from punct.wordtable import rows_from_text
 
@@ -32,7 +31,7 @@ def test_ctm_read_and_write_round_trip(tmp_path):
                   "\nr2 A 1.000 0.500 again\n")
     table = read_ctm(path)
     assert list(table) == ["r1", "r2"]
-    assert table["r1"] == [AlignedWord("hello", 0.1, 0.3), AlignedWord("world", 0.3, 0.55)]
+    assert table["r1"] == [TimedWord("hello", 0.1, 0.3), TimedWord("world", 0.3, 0.55)]
     assert table["r1"][1].line == 3 and table["r2"][0].end == 1.5
     out = tmp_path / "b.ctm"
     write_ctm(out, table)
@@ -195,8 +194,8 @@ def test_textgrid_errors(tmp_path, text, line, fragment):
 
 def test_attach_timings_and_pauses():
     rows = rows_from_text("u1", "Hello, big World!")
-    aligned = [AlignedWord("hello", 0.1, 0.5), AlignedWord("BIG", 0.8, 1.0),
-               AlignedWord("world", 0.9995, 1.4)]
+    aligned = [TimedWord("hello", 0.1, 0.5), TimedWord("BIG", 0.8, 1.0),
+               TimedWord("world", 0.9995, 1.4)]
     timed = attach_timings(rows, aligned, "x.ctm")
     assert [(r.start, r.end) for r in timed] == [(0.1, 0.5), (0.8, 1.0), (0.9995, 1.4)]
     assert [r.form for r in timed] == ["Hello", "big", "World"]  # other columns untouched
@@ -209,27 +208,27 @@ def test_attach_timings_and_pauses():
 
 def test_attach_timings_mismatch_names_file_line_and_word():
     rows = rows_from_text("u1", "one two three")
-    aligned = [AlignedWord("one", 0, 1, 7), AlignedWord("too", 1, 2, 8),
-               AlignedWord("three", 2, 3, 9)]
+    aligned = [TimedWord("one", 0, 1, 7), TimedWord("too", 1, 2, 8),
+               TimedWord("three", 2, 3, 9)]
     with pytest.raises(PunctInputError) as err:
         attach_timings(rows, aligned, "data/align/ctm")
     msg = str(err.value)
     assert msg.startswith("data/align/ctm:8:")
     assert "utterance u1" in msg and "word 2" in msg and "'two'" in msg and "'too'" in msg
     with pytest.raises(PunctInputError, match="has 2 words but the transcript has 3"):
-        attach_timings(rows, [aligned[0], AlignedWord("two", 1, 2)], "c.ctm")
+        attach_timings(rows, [aligned[0], TimedWord("two", 1, 2)], "c.ctm")
     with pytest.raises(PunctInputError, match="extra word 'four'"):
-        attach_timings(rows, [*aligned[:1], AlignedWord("two", 1, 2), aligned[2],
-                              AlignedWord("four", 3, 4)], "c.ctm")
+        attach_timings(rows, [*aligned[:1], TimedWord("two", 1, 2), aligned[2],
+                              TimedWord("four", 3, 4)], "c.ctm")
 
 
 def test_compute_pauses_rejects_real_overlaps():
     rows = attach_timings(rows_from_text("u", "a b"),
-                          [AlignedWord("a", 0.0, 0.5), AlignedWord("b", 0.49, 0.9)])
+                          [TimedWord("a", 0.0, 0.5), TimedWord("b", 0.49, 0.9)])
     with pytest.raises(PunctInputError,
                        match=r"utterance u: word 2 'b' .* 10\.0 ms before word 1 'a' ends"):
         compute_pauses(rows, 1.0)
-    rows = attach_timings(rows_from_text("u", "a"), [AlignedWord("a", 0.0, 0.5)])
+    rows = attach_timings(rows_from_text("u", "a"), [TimedWord("a", 0.0, 0.5)])
     with pytest.raises(PunctInputError, match="after the end of the audio"):
         compute_pauses(rows, 0.4)
     assert compute_pauses(rows, 0.4995)[0].pause_after == END_OF_DOCUMENT_PAUSE  # 0.5 ms

@@ -74,9 +74,9 @@ def test_vad_finds_pauses_on_synthetic_speech():
     audio, truth = _speech(words, pauses)
     aligned = align_words(audio, RATE, words)
     _check_valid(aligned, words, len(audio) / RATE)
-    from punct.align.base import AlignedWord
+    from punct.align.base import TimedWord
 
-    ref = [AlignedWord(w, s, e) for w, s, e in truth]
+    ref = [TimedWord(w, s, e) for w, s, e in truth]
     report = evaluate(aligned, ref)
     assert report["pauses"]["f1"] == 1.0 and report["pauses"]["tp"] == 3
     assert report["boundary_error_ms"]["median"] < 40
@@ -117,7 +117,7 @@ def test_vad_more_pauses_than_word_gaps_and_silent_audio():
 @needs_mfa
 def test_vad_on_real_recordings_beats_uniform_split():
     hyp, ref, uniform = {}, {}, {}
-    from punct.align.base import AlignedWord
+    from punct.align.base import TimedWord
 
     for name in ("acoustic_corpus", "cold_corpus"):
         audio, rate = sf.read(MFA / f"{name}.wav", dtype="float32")
@@ -128,7 +128,7 @@ def test_vad_on_real_recordings_beats_uniform_split():
         # baseline: words spread over the audio in proportion to their letters
         lengths = np.array([len(w.word) + 2 for w in words], dtype=float)
         edges = np.concatenate(([0], np.cumsum(lengths))) / lengths.sum() * len(audio) / rate
-        uniform[name] = [AlignedWord(w.word, edges[i], edges[i + 1])
+        uniform[name] = [TimedWord(w.word, edges[i], edges[i + 1])
                          for i, w in enumerate(words)]
     cold = evaluate(hyp["cold_corpus"], ref["cold_corpus"])
     both = evaluate(hyp, ref)

@@ -9,7 +9,8 @@ import pytest
 import soundfile as sf
 
 from punct.align.auto import DEFAULT_TABLE, AutoAligner, read_table
-from punct.align.base import AlignedWord, AlignRequest, check_plausible, get_aligner
+from punct.align.base import AlignRequest, check_plausible, get_aligner
+from punct.data.timed import TimedWord
 from punct.errors import MissingDataError, PunctInputError
 
 
@@ -84,10 +85,10 @@ def test_chain_falls_back_then_fails(tmp_path: Path, capsys: pytest.CaptureFixtu
         last.align(AlignRequest("u1", ("hello",), str(tmp_path / "none.wav")))
 
 
-def _words(durations: list[float], gap: float = 0.05) -> list[AlignedWord]:
+def _words(durations: list[float], gap: float = 0.05) -> list[TimedWord]:
     out, t = [], 0.0
     for i, d in enumerate(durations):
-        out.append(AlignedWord(f"w{i}", t, t + d))
+        out.append(TimedWord(f"w{i}", t, t + d))
         t += d + gap
     return out
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from punct.align.base import AlignedWord, AlignRequest, available_aligners, get_aligner
+from punct.align.base import AlignRequest, available_aligners, get_aligner
 from punct.align.dtw_aligner import (
     DtwAligner,
     DtwConfig,
@@ -24,6 +24,7 @@ from punct.align.dtw_aligner import (
 from punct.align.evaluate import evaluate
 from punct.align.textgrid import textgrid_words
 from punct.align.vad import frame_log_energy
+from punct.data.timed import TimedWord
 from punct.errors import PunctInputError
 from punct.features import add_deltas, cmvn, mel_filterbank, mfcc
 
@@ -147,7 +148,7 @@ def test_mfcc_frames_match_vad_and_rates_agree():
 
 
 @pytest.fixture(scope="module")
-def paused_utterance(tmp_path_factory) -> tuple[Path, list[AlignedWord]]:
+def paused_utterance(tmp_path_factory) -> tuple[Path, list[TimedWord]]:
     """An eSpeak utterance (another voice and rate than the aligner's) with 0.5 s of
     silence inserted after word PAUSE_AFTER, and its true word timings."""
     from punct.synth.espeak import get_engine
@@ -160,7 +161,7 @@ def paused_utterance(tmp_path_factory) -> tuple[Path, list[AlignedWord]]:
     audio = resample_int16(res.samples, res.sample_rate, RATE)
     c = round(cut * RATE)
     audio = np.concatenate([audio[:c], np.zeros(RATE // 2, np.int16), audio[c:]])
-    ref = [AlignedWord(w.word, w.start + 0.5 * (w.start >= cut), w.end + 0.5 * (w.end > cut))
+    ref = [TimedWord(w.word, w.start + 0.5 * (w.start >= cut), w.end + 0.5 * (w.end > cut))
            for w in timings]
     path = tmp_path_factory.mktemp("dtw") / "paused.wav"
     sf.write(path, audio, RATE)

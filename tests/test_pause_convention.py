@@ -22,12 +22,11 @@ from helpers.tinybert import build_tiny_bert
 
 import punct.infer.decode
 import punct.infer.stream
-from punct.align.base import AlignedWord
 from punct.align.ctm import write_ctm
 from punct.align.pauses import attach_timings, compute_pauses
 from punct.bin import decode as decode_cli
 from punct.bin import restore as restore_cli
-from punct.data.timed import END_OF_DOCUMENT_PAUSE
+from punct.data.timed import END_OF_DOCUMENT_PAUSE, TimedWord
 from punct.models.base import WordSeq
 from punct.wordtable import rows_from_text, write_word_table
 
@@ -42,13 +41,13 @@ GAPS = {"rec1": [0.0, 0.2314, 0.0, 0.0, 0.6, 0.031, 0.25, -0.0004], "rec2": [0.0
 TAIL = {"rec1": 0.08, "rec2": 0.9}
 
 
-def _timings(utt: str) -> tuple[list[AlignedWord], float]:
+def _timings(utt: str) -> tuple[list[TimedWord], float]:
     words = [w.strip(",.?!").lower() for w in TEXTS[utt].split()]
     out, t = [], 0.1
     for i, w in enumerate(words):
         start = round(t, 3)
         end = round(start + 0.2 + 0.01 * i, 3)
-        out.append(AlignedWord(w, start, end))
+        out.append(TimedWord(w, start, end))
         t = end + (GAPS[utt][i] if i < len(GAPS[utt]) else 0.0)
     return out, out[-1].end + TAIL[utt]
 

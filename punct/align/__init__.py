@@ -1,6 +1,6 @@
 """Stage 2: word timings from audio (pluggable aligners), CTM/TextGrid I/O, pauses.
 
-- :mod:`punct.align.base`: ``AlignedWord``, ``AlignRequest``, ``AlignResult``, ``Aligner``,
+- :mod:`punct.align.base`: ``TimedWord``, ``AlignRequest``, ``AlignResult``, ``Aligner``,
   ``get_aligner`` and ``available_aligners`` (names from :mod:`punct.registry`).
 - :mod:`punct.align.ctm` / :mod:`punct.align.textgrid`: file formats and the ``ctm``,
   ``reference`` and ``textgrid`` aligners.
@@ -19,24 +19,18 @@
 
 from __future__ import annotations
 
-from punct.align.base import (
-    AlignedWord,
-    Aligner,
-    AlignRequest,
-    AlignResult,
-    available_aligners,
-    get_aligner,
-)
+from punct.align.base import Aligner, AlignRequest, AlignResult, available_aligners, get_aligner
 from punct.align.ctm import read_ctm, write_ctm
 from punct.align.evaluate import evaluate
 from punct.align.pauses import attach_timings, compute_pauses
 from punct.align.textgrid import read_textgrid, textgrid_silences, textgrid_words
+from punct.data.timed import TimedWord
 
 __all__ = [
     "AlignRequest",
     "AlignResult",
-    "AlignedWord",
     "Aligner",
+    "TimedWord",
     "attach_timings",
     "available_aligners",
     "compute_pauses",

@@ -2,7 +2,7 @@
 
 An aligner sees an :class:`AlignRequest` (the utterance's audio location, its optional
 segment and its unpunctuated lower-case words) and returns an :class:`AlignResult` with
-one :class:`AlignedWord` per transcript word, times in seconds relative to the
+one :class:`TimedWord` per transcript word, times in seconds relative to the
 utterance start (Kaldi's utterance-level CTM convention), or ``None`` when it has no
 timings for that utterance (e.g. a reference file is missing). Aligners are registered
 by name (``vad``, ``dtw``, ``pocketsphinx``, ``ctc``, ``auto``, ``reference``, ``ctm``,
@@ -23,16 +23,12 @@ from punct.data.timed import TimedWord
 from punct.errors import PunctInputError
 from punct.registry import UnknownNameError, lookup, names
 
-#: An aligner's output word: the data layer's one timed-word type, under the name the
-#: aligners use (the same class, not a copy).
-AlignedWord = TimedWord
-
 
 @dataclass
 class AlignResult:
     """Word timings for one utterance plus the utterance's duration (seconds)."""
 
-    words: list[AlignedWord]
+    words: list[TimedWord]
     duration: float
 
 
@@ -56,7 +52,7 @@ class Plausibility:
     min_words: int = 5              # utterances with fewer words are not checked
 
 
-def check_plausible(request: AlignRequest, words: Sequence[AlignedWord], duration: float,
+def check_plausible(request: AlignRequest, words: Sequence[TimedWord], duration: float,
                     limits: Plausibility = Plausibility()) -> None:
     """Raise PunctInputError (naming the utterance and wav.scp line) when the words are
     crammed into implausible durations: a sign that the transcript is not what the

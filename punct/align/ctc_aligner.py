@@ -33,14 +33,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from punct.align.base import (
-    AlignedWord,
-    Aligner,
-    AlignRequest,
-    AlignResult,
-    check_plausible,
-)
+from punct.align.base import Aligner, AlignRequest, AlignResult, check_plausible
 from punct.align.ctc import CtcAlignError, CtcPath, viterbi, word_spans
+from punct.data.timed import TimedWord
 from punct.errors import MissingDataError, PunctInputError
 
 if TYPE_CHECKING:
@@ -236,10 +231,10 @@ class CtcAligner(Aligner):
         return AlignResult(words, duration)
 
     def timings(self, request: AlignRequest, path: CtcPath, counts: list[int],
-                seps: list[int], duration: float) -> list[AlignedWord]:
+                seps: list[int], duration: float) -> list[TimedWord]:
         """Frame spans -> seconds (frame k covers k * shift .. (k + 1) * shift)."""
         shift = self.model.stride / self.model.sample_rate
-        return [AlignedWord(w, round(min(s * shift, duration), 4),
+        return [TimedWord(w, round(min(s * shift, duration), 4),
                             round(min(e * shift, duration), 4))
                 for w, (s, e) in zip(request.words, word_spans(path, counts, seps),
                                      strict=True)]

@@ -17,10 +17,10 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from punct.align.base import AlignedWord, Aligner, AlignRequest, AlignResult
+from punct.align.base import Aligner, AlignRequest, AlignResult
 from punct.align.pauses import match_words
 from punct.data.ctm import ctm_lines
-from punct.data.timed import OVERLAP_TOLERANCE
+from punct.data.timed import OVERLAP_TOLERANCE, TimedWord
 from punct.errors import MissingDataError, PunctInputError
 
 #: Tokens that mark silence or epsilon in CTMs written by ASR/alignment tools.
@@ -62,8 +62,8 @@ def parse_ctm_fields(text: str, path: str | Path | None, line: int
 
 def read_ctm(
     path: str | Path, drop_silence: bool = True
-) -> dict[str, list[AlignedWord]]:
-    """Read a CTM into ``{reco: [AlignedWord, ...]}`` (file order).
+) -> dict[str, list[TimedWord]]:
+    """Read a CTM into ``{reco: [TimedWord, ...]}`` (file order).
 
     Blank lines and ``;;`` comments are skipped; with ``drop_silence`` the tokens in
     :data:`SILENCE_TOKENS` are too. Errors (with file:line): wrong field count,
@@ -73,7 +73,7 @@ def read_ctm(
     path = Path(path)
     if not path.is_file():
         raise MissingDataError("CTM file not found", path)
-    out: dict[str, list[AlignedWord]] = {}
+    out: dict[str, list[TimedWord]] = {}
     last_reco: str | None = None
     with open(path, encoding="utf-8") as fh:
         for lineno, raw in enumerate(fh, 1):
@@ -93,7 +93,7 @@ def read_ctm(
                 out.setdefault(reco, [])
                 continue
             words = out.setdefault(reco, [])
-            cur = AlignedWord(word, start, round(start + dur, 9), lineno)
+            cur = TimedWord(word, start, round(start + dur, 9), lineno)
             if words:
                 prev = words[-1]
                 if start < prev.start:
@@ -115,7 +115,7 @@ def read_ctm(
 
 
 def write_ctm(
-    path: str | Path, table: Mapping[str, Sequence[AlignedWord]], digits: int = 3
+    path: str | Path, table: Mapping[str, Sequence[TimedWord]], digits: int = 3
 ) -> None:
     """Write ``{reco: words}`` as a CTM (recordings in mapping order), atomically."""
     path = Path(path)
@@ -141,8 +141,8 @@ def atomic_write_text(path: str | Path, text: str) -> None:
 
 
 def words_for_request(
-    table: Mapping[str, Sequence[AlignedWord]], request: AlignRequest
-) -> list[AlignedWord] | None:
+    table: Mapping[str, Sequence[TimedWord]], request: AlignRequest
+) -> list[TimedWord] | None:
     """The request's words from a table keyed by utterance or recording id (or None).
 
     A recording-keyed table with a segment is cut to the words whose midpoint lies in
@@ -161,7 +161,7 @@ def words_for_request(
     out = []
     for w in words:
         if s0 <= (w.start + w.end) / 2 < s1:
-            out.append(AlignedWord(
+            out.append(TimedWord(
                 w.word, max(0.0, w.start - s0), min(s1, w.end) - s0, w.line
             ))
     return out
@@ -171,12 +171,12 @@ class TableAligner(Aligner):
     """Shared logic: look the utterance up in a word table, check it, add the duration."""
 
     def _result(
-        self, request: AlignRequest, words: list[AlignedWord] | None, source: Path
+        self, request: AlignRequest, words: list[TimedWord] | None, source: Path
     ) -> AlignResult | None:
         if words is None:
             return None
         match_words(request.words, words, source, request.utt_id)
-        words = [AlignedWord(r, w.start, w.end, w.line)
+        words = [TimedWord(r, w.start, w.end, w.line)
                  for r, w in zip(request.words, words, strict=True)]
         return AlignResult(words, request.duration())
 
@@ -190,7 +190,7 @@ class CtmAligner(TableAligner):
         if source is None:
             raise ValueError("the ctm aligner needs --source PATH (a CTM file)")
         self.source = Path(source)
-        self._table: dict[str, list[AlignedWord]] | None = None
+        self._table: dict[str, list[TimedWord]] | None = None
 
     def align(self, request: AlignRequest) -> AlignResult | None:
         if self._table is None:

@@ -43,8 +43,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from punct.align.base import AlignedWord, Aligner, AlignRequest, AlignResult
+from punct.align.base import Aligner, AlignRequest, AlignResult
 from punct.align.vad import FRAME_SHIFT, VadConfig, frame_log_energy, runs, speech_mask
+from punct.data.timed import TimedWord
 from punct.errors import PunctInputError
 from punct.features.mfcc import MfccConfig, add_deltas, cmvn, mfcc
 from punct.synth.espeak import RATE_RANGE, EspeakError, get_engine
@@ -102,7 +103,7 @@ class DtwPath:
 class DtwAlignment:
     """Word timings plus the diagnostics used for the mismatch check."""
 
-    words: list[AlignedWord]
+    words: list[TimedWord]
     duration: float
     voice: str
     rate: int
@@ -389,7 +390,7 @@ def align_dtw(
     pause_speech = speech_mask(frame_log_energy(samples, rate, config.pause_vad),
                                config.pause_vad)
     times = _snap(starts, ends, pause_speech[:n_real], path.cols, spans, shift, config)
-    out = [AlignedWord(w, round(min(s, duration), 4), round(min(max(e, s), duration), 4))
+    out = [TimedWord(w, round(min(s, duration), 4), round(min(max(e, s), duration), 4))
            for w, (s, e) in zip(words, times, strict=True)]
     return DtwAlignment(out, duration, voice, rend.wpm, factor, ratio, path.band_width,
                         mismatch)
@@ -502,7 +503,7 @@ def _fallback(words: list[str], duration: float, voice: str, why: str, wpm: int 
     """Words spread evenly (letters) over the audio, flagged with ``why``."""
     lengths = np.array([len(w) + 2 for w in words], dtype=float)
     edges = np.concatenate(([0.0], np.cumsum(lengths))) / lengths.sum() * duration
-    out = [AlignedWord(w, round(edges[i], 4), round(edges[i + 1], 4))
+    out = [TimedWord(w, round(edges[i], 4), round(edges[i + 1], 4))
            for i, w in enumerate(words)]
     return DtwAlignment(out, duration, voice, wpm, factor, float("inf"), 0, why)
 

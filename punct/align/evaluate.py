@@ -16,14 +16,13 @@ from pathlib import Path
 
 import numpy as np
 
-from punct.align.base import AlignedWord
 from punct.align.pauses import match_words
-from punct.data.timed import pauses
+from punct.data.timed import TimedWord, pauses
 
 PAUSE_THRESHOLD = 0.15
 
 
-def _internal_pauses(words: Sequence[AlignedWord], utt: str,
+def _internal_pauses(words: Sequence[TimedWord], utt: str,
                      source: str | Path | None) -> np.ndarray:
     """The pauses after words 1 .. n-1 (:func:`punct.data.timed.pauses`, last one left out)."""
     return np.array(pauses(words, doc_id=f"utterance {utt}" if utt else "", path=source)[:-1],
@@ -35,8 +34,8 @@ def _ratio(num: float, den: float) -> float | None:
 
 
 def evaluate(
-    hyp: Mapping[str, Sequence[AlignedWord]] | Sequence[AlignedWord],
-    ref: Mapping[str, Sequence[AlignedWord]] | Sequence[AlignedWord],
+    hyp: Mapping[str, Sequence[TimedWord]] | Sequence[TimedWord],
+    ref: Mapping[str, Sequence[TimedWord]] | Sequence[TimedWord],
     pause_threshold: float = PAUSE_THRESHOLD,
     source: str | Path | None = None,
 ) -> dict:

@@ -13,7 +13,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from punct.align.base import AlignedWord
 from punct.data.timed import TimedWord, pauses
 from punct.errors import PunctInputError
 
@@ -26,7 +25,7 @@ def _replace(row: Any, **changes: Any) -> Any:
 
 def match_words(
     expected: Sequence[str],
-    aligned: Sequence[AlignedWord],
+    aligned: Sequence[TimedWord],
     path: str | Path | None = None,
     utt_id: str = "",
 ) -> None:
@@ -61,7 +60,7 @@ def match_words(
 
 
 def attach_timings(
-    rows: Sequence[Any], aligned_words: Sequence[AlignedWord], path: str | Path | None = None
+    rows: Sequence[Any], aligned_words: Sequence[TimedWord], path: str | Path | None = None
 ) -> list[Any]:
     """Copy start/end from ``aligned_words`` onto the word-table ``rows`` of one utterance.
 

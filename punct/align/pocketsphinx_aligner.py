@@ -33,13 +33,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from punct.align.base import (
-    AlignedWord,
-    Aligner,
-    AlignRequest,
-    AlignResult,
-    check_plausible,
-)
+from punct.align.base import Aligner, AlignRequest, AlignResult, check_plausible
+from punct.data.timed import TimedWord
 from punct.errors import PunctInputError
 from punct.synth.espeak import get_engine
 from punct.synth.resample import resample_int16
@@ -180,7 +175,7 @@ class PocketsphinxAligner(Aligner):
         if per_frame < self.config.min_score_per_frame:
             return self._mismatch(request, f"mean acoustic log-score {per_frame:.2f} per frame "
                                            f"(at least {self.config.min_score_per_frame:g})")
-        words = [AlignedWord(w, round(min(s.start_frame / frate, duration), 4),
+        words = [TimedWord(w, round(min(s.start_frame / frate, duration), 4),
                              round(min((s.end_frame + 1) / frate, duration), 4))
                  for w, s in zip(request.words, segs, strict=True)]
         check_plausible(request, words, duration)

@@ -12,8 +12,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from punct.align.base import AlignedWord, AlignRequest, AlignResult
+from punct.align.base import AlignRequest, AlignResult
 from punct.align.ctm import TableAligner, words_for_request
+from punct.data.timed import TimedWord
 from punct.errors import MissingDataError, PunctInputError
 
 _TOKEN = re.compile(
@@ -193,13 +194,13 @@ def _as_grid(source: str | Path | TextGrid) -> TextGrid:
     return source if isinstance(source, TextGrid) else read_textgrid(source)
 
 
-def textgrid_words(source: str | Path | TextGrid, tier: str = "words") -> list[AlignedWord]:
-    """The non-silent intervals of an interval tier as AlignedWords (text stripped)."""
+def textgrid_words(source: str | Path | TextGrid, tier: str = "words") -> list[TimedWord]:
+    """The non-silent intervals of an interval tier as TimedWords (text stripped)."""
     grid = _as_grid(source)
     t = grid.tier(tier)
     if t.kind != "IntervalTier":
         raise PunctInputError(f"tier {t.name!r} is a {t.kind}, not an IntervalTier", grid.path)
-    return [AlignedWord(i.text.strip(), i.start, i.end, i.line)
+    return [TimedWord(i.text.strip(), i.start, i.end, i.line)
             for i in t.intervals if i.text.strip()]
 
 

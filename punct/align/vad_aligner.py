@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from punct.align.base import AlignedWord, Aligner, AlignRequest, AlignResult
+from punct.align.base import Aligner, AlignRequest, AlignResult
 from punct.align.vad import (
     FRAME_SHIFT,
     NucleiConfig,
@@ -39,6 +39,7 @@ from punct.align.vad import (
     thresholds,
 )
 from punct.align.vad import runs as runs_of
+from punct.data.timed import TimedWord
 
 VOWELS = frozenset("aeiouyáéíóúàèìòùäëïöüőűâêîôûãõåæøœ")
 #: Hesitation words (EN, ES, EU, HU transcription conventions), spoken long.
@@ -330,7 +331,7 @@ def align_words(
     words: list[str] | tuple[str, ...],
     config: VadAlignConfig = VadAlignConfig(),
     lang: str | None = None,
-) -> list[AlignedWord]:
+) -> list[TimedWord]:
     """Align ``words`` to mono ``samples``; times in seconds from the first sample.
 
     ``lang`` (an ISO code such as "en") only refines the syllable estimate of spellings.
@@ -381,11 +382,11 @@ def align_words(
         prob = _Problem(np.array([starts[0]]), np.array([ends[-1]]), units, prob.cum, prob.cum2,
                         prob.syl_cum, nuclei)
         runs = [(0, len(words), 0, 1)]
-    out: list[AlignedWord] = []
+    out: list[TimedWord] = []
     for run in runs:
         times = _split_run(prob, run, energy, config)
         for w, (s, e) in zip(words[run[0]: run[1]], times, strict=True):
-            out.append(AlignedWord(w, round(s, 4), round(max(e, s), 4)))
+            out.append(TimedWord(w, round(s, 4), round(max(e, s), 4)))
     return out
 
 

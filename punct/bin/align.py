@@ -36,13 +36,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from punct.align.base import (
-    AlignedWord,
-    AlignRequest,
-    available_aligners,
-    check_plausible,
-    get_aligner,
-)
+from punct.align.base import AlignRequest, available_aligners, check_plausible, get_aligner
 from punct.align.ctm import (
     ReferenceAligner,
     atomic_write_text,
@@ -53,6 +47,7 @@ from punct.align.evaluate import PAUSE_THRESHOLD, evaluate
 from punct.align.pauses import attach_timings, compute_pauses
 from punct.data.audio import load_requests
 from punct.data.ctm import ctm_lines
+from punct.data.timed import TimedWord
 from punct.errors import PunctInputError, report_error
 from punct.jobs_split import add_job_options, check_job_options, finished_parts, job_items
 from punct.kaldi import c_sorted, read_kv
@@ -178,7 +173,7 @@ def _resume(part_ctm: Path, part_dur: Path, done_path: Path) -> set[str]:
 def merge(args: argparse.Namespace) -> str:
     """Merge job outputs, update words.tsv, evaluate; returns the summary line."""
     data_dir, out = Path(args.data_dir), Path(args.out_dir)
-    hyp: dict[str, list[AlignedWord]] = {}
+    hyp: dict[str, list[TimedWord]] = {}
     where: dict[str, Path] = {}
     durs: dict[str, float] = {}
     ctms = finished_parts(lambda job: out / f"ctm.{job}", args.num_jobs)
@@ -239,14 +234,14 @@ def merge(args: argparse.Namespace) -> str:
 
 def evaluate_against(
     requests: dict[str, AlignRequest],
-    hyp: dict[str, list[AlignedWord]],
+    hyp: dict[str, list[TimedWord]],
     ref_dir: Path,
     data_dir: Path,
     pause_threshold: float = PAUSE_THRESHOLD,
 ) -> dict:
     """eval.json content: ``overall`` and ``per_lang`` (utt2lang) evaluation dicts."""
     ReferenceAligner(ref_dir)  # checks that the directory exists
-    ref: dict[str, list[AlignedWord]] = {}
+    ref: dict[str, list[TimedWord]] = {}
     for utt, req in requests.items():
         if not req.words:
             continue

@@ -39,11 +39,12 @@ from pathlib import Path
 import numpy as np
 import soundfile
 
-from punct.align.base import AlignedWord, AlignRequest, get_aligner
+from punct.align.base import AlignRequest, get_aligner
 from punct.align.ctm import atomic_write_text, read_ctm, words_for_request
 from punct.align.evaluate import PAUSE_THRESHOLD, evaluate
 from punct.align.textgrid import read_textgrid, textgrid_words
 from punct.data.audio import load_requests
+from punct.data.timed import TimedWord
 from punct.errors import MissingDataError, PunctInputError, report_error
 
 DEFAULT_ALIGNERS = ("vad", "dtw", "pocketsphinx")
@@ -57,7 +58,7 @@ class Dataset:
 
     name: str
     requests: list[AlignRequest]
-    ref: dict[str, list[AlignedWord]]
+    ref: dict[str, list[TimedWord]]
     real: bool = False
 
 
@@ -65,7 +66,7 @@ class Dataset:
 class Run:
     """One aligner on one dataset."""
 
-    hyp: dict[str, list[AlignedWord]] = field(default_factory=dict)
+    hyp: dict[str, list[TimedWord]] = field(default_factory=dict)
     failures: dict[str, str] = field(default_factory=dict)
     audio_s: float = 0.0
     compute_s: float = 0.0
