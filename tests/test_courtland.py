@@ -236,3 +236,34 @@ def test_training_learns_pattern_with_lookahead(tiny_dir: Path, tmp_path: Path) 
     pred = predict_words(model, feat, seqs, 24, 8, aggregate="sum")
     assert pred.n_windows >= 3 and pred.counts.max() >= 2
     assert (pred.punct >= 0.5).tolist() == (seqs[0].punct > 0.5).tolist()
+
+
+def test_token_residual_starts_per_token_and_learns_across_positions(tiny_dir: Path) -> None:
+    """``token_residual``: the window layer starts at zero, so at first each position's
+    logits are the prior plus the shared classifier of its own state; both paths train."""
+    feat = make_featurizer(config(tiny_dir))
+    model = make_model(config(tiny_dir, token_residual=True), feat).eval()
+    assert torch.count_nonzero(model.window_layer.weight) == 0
+    assert model.token_classifier is not None and model.token_classifier.in_features == 8
+    batch = feat.collate(feat.windows([seq("the zebra yes huh we go".split())], WINDOW, 8))
+    with torch.no_grad():
+        logits = model(batch)
+        changed = dict(batch, input_ids=batch["input_ids"].clone())
+        changed["input_ids"][0, 5] = 9  # another word at position 5 ...
+        other = model(changed)
+    # ... changes nothing at position 1 beyond what the encoder's attention carries: with
+    # the encoder's output fixed, the head is position-wise
+    states = model.token_layer(model.encode(batch))
+    states = states * batch["attention_mask"].unsqueeze(-1).to(states.dtype)
+    normed = model.norm(states.reshape(1, -1)).view(1, WINDOW, -1)
+    expected = model.window_layer.bias.view(WINDOW, P) + model.token_classifier(normed)
+    assert torch.allclose(logits, expected, atol=1e-5)
+    assert not torch.allclose(logits[0, 5], other[0, 5])
+    model.train()
+    loss = model.loss(feat.collate(feat.windows(
+        [seq("the yes huh".split()), seq("we stop it".split())], WINDOW, 8)))
+    loss.backward()
+    assert model.token_classifier.weight.grad is not None
+    assert torch.count_nonzero(model.window_layer.weight.grad) > 0
+    plain = make_model(config(tiny_dir), feat)
+    assert plain.token_classifier is None and torch.count_nonzero(plain.window_layer.weight) > 0

@@ -19,6 +19,14 @@
 - Decoding: activations (logits) summed over the overlapping windows, then the softmax
   (exclusive label sets) or the sigmoid (full13) (``decode.aggregate: sum``).
 
+Option ``model.token_residual`` (not in the paper, off by default): a classifier shared
+by all positions adds its logits to the window layer's, and the window layer starts at
+zero. The window layer's weights are separate for each of the T positions, so each of
+them learns from the words that fall there (1/T of the data when training windows do
+not overlap; the paper slides one token at a time, which costs T times the compute);
+the shared path learns from every word, and the window layer then only has to learn
+what the neighbours add.
+
 Deviations: the multi-label full13 set uses one sigmoid per mark (see
 ``punct.models.marks``); the paper picks the best frozen-stage model by validation loss
 before unfreezing, here one run switches at a fixed epoch; a training batch of one
@@ -42,7 +50,7 @@ from punct.models.autopunct import AutopunctFeaturizer
 from punct.models.base import Family, Featurizer, Window, WordSeq
 from punct.models.subword import ENCODER_KEYS, SubwordTagger, activation, with_label_position
 
-HEAD_KEYS = {"hidden", "hidden_activation", "dropout"}
+HEAD_KEYS = {"hidden", "hidden_activation", "dropout", "token_residual"}
 
 
 def _fixed_window(config: dict[str, Any]) -> int | None:
@@ -126,9 +134,16 @@ class CourtlandModel(SubwordTagger):
         self.norm = nn.BatchNorm1d(self.window * hidden)
         self.dropout = nn.Dropout(float(self.mcfg.get("dropout", 0.2)))
         self.window_layer = nn.Linear(self.window * hidden, self.window * self.n_labels)
+        self.token_residual = bool(self.mcfg.get("token_residual", False))
         with torch.no_grad():
             prior = prior_logits(featurizer, self.objective.exclusive)
             self.window_layer.bias.copy_(prior.repeat(self.window))
+            if self.token_residual:
+                self.window_layer.weight.zero_()
+        # The per-token path (``model.token_residual``): one classifier shared by all
+        # positions, so every training word teaches it, whatever its place in the window.
+        self.token_classifier = (nn.Linear(hidden, self.n_labels, bias=False)
+                                 if self.token_residual else None)
 
     def _normalise(self, x: torch.Tensor) -> torch.Tensor:
         if self.training and x.shape[0] == 1:  # no batch statistics from one window
@@ -145,7 +160,10 @@ class CourtlandModel(SubwordTagger):
         states = self.token_activation(self.token_layer(self.encode(batch)))
         states = states * batch["attention_mask"].unsqueeze(-1).to(states.dtype)
         joined = self.dropout(self._normalise(states.reshape(size, -1)))
-        return self.window_layer(joined).view(size, self.window, self.n_labels)
+        logits = self.window_layer(joined).view(size, self.window, self.n_labels)
+        if self.token_classifier is not None:
+            logits = logits + self.token_classifier(joined.view(size, self.window, -1))
+        return logits
 
 
 def make_featurizer(config: dict[str, Any]) -> CourtlandFeaturizer:
