@@ -38,6 +38,7 @@ LR_DECAYS = ("none", "linear", "cosine")
 EARLY_STOPPING = ("micro_f1", "loss")
 AGGREGATES = ("mean", "sum")
 BF16_SETTINGS = (True, False, "auto", "on", "off")
+COMBINATION_RULES = ("all", "seen")
 OPTIMIZER_BASES = ("adamw", "adam", "adagrad", "sgd", "radam")
 LOOKAHEAD_PREFIX = "lookahead_"
 OPTIMIZER_NAMES = (*OPTIMIZER_BASES, *(LOOKAHEAD_PREFIX + name for name in OPTIMIZER_BASES))
@@ -65,6 +66,9 @@ class TrainSection:
     early_stopping: str = "micro_f1"  # micro_f1 | loss
     max_steps_per_epoch: int | None = None
     tune_thresholds: bool = True  # per-mark thresholds on dev (multi-label sets)
+    # each epoch after the first cuts every training utterance at a random word below
+    # train.stride, so windows start elsewhere and words get new contexts (text only)
+    shift_windows: bool = False
 
 
 @dataclass
@@ -78,6 +82,10 @@ class DecodeSection:
     aggregate: str = "mean"  # mean of probabilities | sum of activations
     threshold: float = 0.5  # multi-label sets: one threshold for every mark
     thresholds: dict[str, float] | None = None  # per mark, replaces threshold
+    # multi-label sets: which sets of marks one word may get. "all": every mark at or
+    # above its threshold; "seen": only the sets seen on a training word (the trainer
+    # writes them into the experiment's config.yaml as a list of lists of marks)
+    combinations: str | list | None = "all"
 
 
 SECTIONS: dict[str, type] = {"train": TrainSection, "decode": DecodeSection}
@@ -228,6 +236,12 @@ def validate_config(config: dict[str, Any], path: str | Path | None = None) -> N
     dec = decode_section(config)
     _choice("decode.aggregate", dec.aggregate, AGGREGATES, path)
     _choice("decode.bf16", dec.bf16, BF16_SETTINGS, path)
+    if isinstance(dec.combinations, str):
+        _choice("decode.combinations", dec.combinations, COMBINATION_RULES, path)
+    elif isinstance(dec.combinations, list) and not all(
+            isinstance(c, list) and all(isinstance(m, str) for m in c) for c in dec.combinations):
+        raise PunctInputError("decode.combinations: expected 'all', 'seen' or a list of lists "
+                              "of marks", path)
     if dec.batch_size < 1:
         raise PunctInputError(f"decode.batch_size must be >= 1, got {dec.batch_size}", path)
     window, stride = decode_window(config)

@@ -113,7 +113,8 @@ def bench_system(exp_dir: str, data_dir: str, reps: int, device: torch.device,
             pred = predict_words(exp.model, exp.featurizer, inputs, st.window, st.stride,
                                  st.batch_size, st.bf16, st.aggregate, device,
                                  exclusive=st.exclusive)
-            marks, caps = decide(pred, inputs, ls.labels, st.threshold, st.exclusive)
+            marks, caps = decide(pred, inputs, ls.labels, st.threshold, st.exclusive,
+                                 st.combinations)
             decisions[name] = (marks, caps)
             decisions[f"{name}_one_mark"] = (keep_best_mark(marks, pred.punct), caps)
         return run

@@ -74,7 +74,8 @@ def run(args: argparse.Namespace) -> dict:
     pred = predict_words(exp.model, exp.featurizer, seqs, window, stride, batch_size, bf16,
                          aggregate, device, progress=not args.quiet and sys.stderr.isatty(),
                          exclusive=st.exclusive)
-    marks, caps = decide(pred, seqs, label_set.labels, threshold, st.exclusive)
+    marks, caps = decide(pred, seqs, label_set.labels, threshold, st.exclusive,
+                         st.combinations)
     hyp = hypothesis_rows(utts, seqs, marks, caps, label_set.labels)
     out_dir = Path(args.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)

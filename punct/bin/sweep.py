@@ -80,7 +80,8 @@ def sweep_system(exp_dir: str, data_dir: str, per_token: list[int], reps: int,
             pred = predict_words(exp.model, exp.featurizer, seqs, st.window, st.stride,
                                  st.batch_size, st.bf16, st.aggregate, device,
                                  exclusive=st.exclusive)
-            decisions = decide(pred, seqs, ls.labels, st.threshold, st.exclusive)
+            decisions = decide(pred, seqs, ls.labels, st.threshold, st.exclusive,
+                               st.combinations)
             elapsed = time.perf_counter() - start
             if rep:
                 best[n] = min(best[n], elapsed)

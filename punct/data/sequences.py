@@ -70,6 +70,24 @@ def rows_to_seq(rows: Sequence[WordRow], label_set: LabelSet, offset: int = 0,
                    times=times)
 
 
+def cut_seq(seq: WordSeq, at: int) -> list[WordSeq]:
+    """``seq`` cut before word ``at`` into two utterances (the same words, marks and
+    global offsets); ``[seq]`` when ``at`` is 0 or past the end. Text only: frame-level
+    acoustic streams cannot be cut at a word without its times."""
+    if at <= 0 or at >= len(seq):
+        return [seq]
+    if seq.feats:
+        raise PunctInputError(f"utterance {seq.utt_id}: cannot cut a sequence with acoustic "
+                              f"streams ({', '.join(sorted(seq.feats))})")
+
+    def part(lo: int, hi: int) -> WordSeq:
+        return WordSeq(seq.utt_id, seq.words[lo:hi], seq.pauses[lo:hi], seq.punct[lo:hi],
+                       seq.cap[lo:hi], seq.offset + lo, seq.lang,
+                       times=None if seq.times is None else seq.times[lo:hi])
+
+    return [part(0, at), part(at, len(seq))]
+
+
 def table_to_seqs(utts: Mapping[str, Sequence[WordRow]], label_set: LabelSet,
                   utt2lang: Mapping[str, str] | None = None) -> list[WordSeq]:
     """All utterances of a word table, with consecutive global word offsets."""

@@ -32,6 +32,7 @@ from punct.config import decode_window, load_config
 from punct.data.windows import batched, stride_for
 from punct.errors import MissingDataError, PunctInputError
 from punct.infer.aggregate import Aggregator
+from punct.infer.combinations import combination_matrix, constrained_marks
 from punct.infer.precision import resolve_bf16
 from punct.labels import CAP_LABELS, OPENING_LABELS, apply_cap, get_label_set
 from punct.models.base import Featurizer, PunctModel, Registry, WordSeq
@@ -122,19 +123,24 @@ def exclusive_marks(punct: np.ndarray) -> np.ndarray:
 
 
 def decide(pred: WordPredictions, seqs: Sequence[WordSeq], labels: Sequence[str],
-           threshold: float | Sequence[float] = 0.5, exclusive: bool = False
+           threshold: float | Sequence[float] = 0.5, exclusive: bool = False,
+           combinations: Sequence[Sequence[str]] | None = None
            ) -> tuple[np.ndarray, np.ndarray]:
     """Per-word decisions: marks (N, P) bool and cap indices (N,) into CAP_LABELS.
 
     ``exclusive``: argmax over O and the marks; otherwise each mark at or above its
-    threshold (one value, or one per mark)."""
+    threshold (one value, or one per mark), or, with ``combinations`` (the sets of marks
+    a word may get), the best of those sets (``punct.infer.combinations``)."""
     if exclusive:
         marks = exclusive_marks(pred.punct)
     else:
         thr = np.asarray(threshold, dtype=np.float64)
         if thr.ndim and thr.shape != (pred.punct.shape[1],):
             raise ValueError(f"{thr.shape[0]} thresholds for {pred.punct.shape[1]} marks")
-        marks = pred.punct >= thr
+        if combinations is not None:
+            marks = constrained_marks(pred.punct, thr, combination_matrix(combinations, labels))
+        else:
+            marks = pred.punct >= thr
     if pred.cap is not None:
         return marks, pred.cap.argmax(axis=1).astype(np.int64)
     return marks, rule_caps(marks, seqs, labels)
@@ -284,6 +290,7 @@ class DecodeSettings:
     bf16: bool
     threshold: float | tuple[float, ...]
     exclusive: bool = False
+    combinations: tuple[tuple[str, ...], ...] | None = None  # None: any set of marks
 
     @property
     def per_token(self) -> float:
@@ -326,5 +333,10 @@ def decode_settings(config: dict[str, Any], device: torch.device | str = "cpu", 
     elif dec.get("thresholds"):
         tuned = dec["thresholds"]
         thr = tuple(float(tuned.get(lab, thr)) for lab in label_set.labels)
+    # "seen" is resolved into the list by the trainer; a config that has not been
+    # through training has no training sets to restrict to, and decodes as "all"
+    combos = dec.get("combinations")
+    allowed = (tuple(tuple(c) for c in combos)
+               if isinstance(combos, list) and not label_set.exclusive else None)
     return DecodeSettings(int(window), int(stride), size, mode, use_bf16, thr,
-                          label_set.exclusive)
+                          label_set.exclusive, allowed)

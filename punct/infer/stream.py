@@ -158,7 +158,7 @@ class Restorer:
                                  exclusive=st.exclusive)
             self.seconds += pred.seconds
             marks, caps = decide(pred, seqs, self.label_set.labels, st.threshold,
-                                 st.exclusive)
+                                 st.exclusive, st.combinations)
         for unit in units:
             rows: list[WordRow] = []
             if unit.seq is not None and marks is not None and caps is not None:

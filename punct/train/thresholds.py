@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from punct.infer.combinations import constrained_marks
 from punct.infer.decode import THRESHOLDS_FILE
 
 GRID = np.round(np.arange(0.05, 0.951, 0.05), 2)
@@ -38,9 +39,12 @@ def _f1(tp: np.ndarray, fp: np.ndarray, fn: np.ndarray) -> np.ndarray:
     return np.where(denom > 0, 2 * tp / np.maximum(denom, 1), 0.0)
 
 
-def micro_f1(probs: np.ndarray, ref: np.ndarray, thresholds: np.ndarray) -> float:
-    """Micro-F1 over all marks of the decisions ``probs >= thresholds``."""
-    hyp = probs >= thresholds
+def micro_f1(probs: np.ndarray, ref: np.ndarray, thresholds: np.ndarray,
+             allowed: np.ndarray | None = None) -> float:
+    """Micro-F1 over all marks of the decisions ``probs >= thresholds`` (or, with
+    ``allowed`` sets of marks, of ``punct.infer.combinations.constrained_marks``)."""
+    hyp = probs >= thresholds if allowed is None else constrained_marks(probs, thresholds,
+                                                                        allowed)
     tp = float((hyp & ref).sum())
     fp = float((hyp & ~ref).sum())
     fn = float((~hyp & ref).sum())
@@ -48,14 +52,17 @@ def micro_f1(probs: np.ndarray, ref: np.ndarray, thresholds: np.ndarray) -> floa
 
 
 def tune_thresholds(probs: np.ndarray, ref: np.ndarray, labels: Sequence[str],
-                    default: float = 0.5, min_support: int = MIN_SUPPORT) -> TunedThresholds:
+                    default: float = 0.5, min_support: int = MIN_SUPPORT,
+                    allowed: np.ndarray | None = None) -> TunedThresholds:
     """Per-mark thresholds on (N, P) probabilities against (N, P) boolean references.
 
     Coordinate ascent on the micro-F1 over all marks (the selection metric): each mark
     with at least ``min_support`` dev occurrences gets, in turn, the grid value that
     maximises the micro-F1 with the other thresholds fixed (ties keep the current value);
     two passes. Rare marks keep ``default``: a threshold fitted to a handful of dev words
-    buys recall with many false alarms on new data."""
+    buys recall with many false alarms on new data. ``allowed``: the sets of marks a word
+    may get (``decode.combinations``); the decisions then interact, and each grid value
+    is scored by decoding all marks."""
     probs = np.asarray(probs, dtype=np.float64)
     ref = np.asarray(ref, dtype=bool)
     if probs.shape != ref.shape or probs.ndim != 2 or probs.shape[1] != len(labels):
@@ -69,6 +76,8 @@ def tune_thresholds(probs: np.ndarray, ref: np.ndarray, labels: Sequence[str],
         return np.stack([(hyp & pos).sum(0), (hyp & ~pos).sum(0), (~hyp & pos).sum(0)])
 
     tuned = [k for k in range(len(labels)) if int(ref[:, k].sum()) >= min_support]
+    if allowed is not None:
+        return _tune_constrained(probs, ref, labels, chosen, tuned, allowed)
     for _ in range(2):
         for k in tuned:
             others = sum(counts(j, chosen[j:j + 1])[:, 0] for j in range(len(labels)) if j != k)
@@ -78,6 +87,23 @@ def tune_thresholds(probs: np.ndarray, ref: np.ndarray, labels: Sequence[str],
     before = micro_f1(probs, ref, np.full(len(labels), float(default)))
     after = micro_f1(probs, ref, chosen)
     return TunedThresholds(dict(zip(labels, chosen.tolist(), strict=True)), before, after)
+
+
+def _tune_constrained(probs: np.ndarray, ref: np.ndarray, labels: Sequence[str],
+                      chosen: np.ndarray, tuned: list[int], allowed: np.ndarray
+                      ) -> TunedThresholds:
+    """The coordinate ascent of ``tune_thresholds`` under a restriction to ``allowed``."""
+    before = micro_f1(probs, ref, chosen, allowed)
+    best = before
+    for _ in range(2):
+        for k in tuned:
+            for value in GRID:
+                trial = chosen.copy()
+                trial[k] = value
+                score = micro_f1(probs, ref, trial, allowed)
+                if score > best:
+                    best, chosen = score, trial
+    return TunedThresholds(dict(zip(labels, chosen.tolist(), strict=True)), before, best)
 
 
 def write_thresholds(exp_dir: str | Path, label_set: str, tuned: TunedThresholds) -> Path:

@@ -44,9 +44,10 @@ import yaml
 from tqdm import tqdm
 
 from punct.config import load_config, save_config
-from punct.data.sequences import load_data_dir
+from punct.data.sequences import cut_seq, load_data_dir, rows_to_seq
 from punct.data.windows import batched
 from punct.errors import MissingDataError, PunctInputError
+from punct.infer.combinations import combination_matrix, seen_combinations
 from punct.infer.decode import decide, decode_settings, hypothesis_rows, predict_words
 from punct.infer.precision import autocast_dtype, resolve_precision
 from punct.labels import get_label_set
@@ -66,6 +67,7 @@ from punct.train.env import collect_env
 from punct.train.optim import build_optimizer, lr_factor
 from punct.train.seed import capture_rng_state, restore_rng_state, seed_everything
 from punct.train.thresholds import tune_thresholds, write_thresholds
+from punct.wordtable import read_word_table
 
 CHECKPOINT_FORMAT = 2
 PROGRESS_SECONDS = 300.0
@@ -125,7 +127,8 @@ def evaluate(model: PunctModel, featurizer: Featurizer, config: dict[str, Any],
     pred = predict_words(model, featurizer, dev_seqs, st.window, st.stride,
                          batch_size=st.batch_size, bf16=st.bf16, aggregate=st.aggregate,
                          device=device, exclusive=st.exclusive)
-    marks, caps = decide(pred, dev_seqs, labels, st.threshold, st.exclusive)
+    marks, caps = decide(pred, dev_seqs, labels, st.threshold, st.exclusive,
+                         st.combinations)
     out: dict[str, float | None] = {
         "dev_loss": _mean_loss(model, featurizer, dev_loss_windows,
                                int(config["train"]["batch_size"]), device)
@@ -171,6 +174,23 @@ def _check_resume_config(config: dict[str, Any], exp_dir: Path) -> None:
                               "rerun without --resume to start over", path)
 
 
+def _resolve_combinations(config: dict[str, Any], train_dir: Path) -> dict[str, Any]:
+    """``decode.combinations: seen`` becomes the list of the sets of marks on one training
+    word (multi-label sets; an exclusive set decodes by argmax and keeps the setting)."""
+    decode = config.get("decode") or {}
+    if decode.get("combinations") != "seen":
+        return config
+    label_set = get_label_set(config["label_set"])
+    if label_set.exclusive:
+        return dict(config, decode=dict(decode, combinations="all"))
+    table = train_dir / "words.tsv"
+    if not table.is_file():
+        raise MissingDataError(f"no word table in {train_dir} (run stage 1 first)", table)
+    targets = (rows_to_seq(rows, label_set).punct for rows in read_word_table(table).values())
+    return dict(config, decode=dict(decode,
+                                    combinations=seen_combinations(targets, label_set.labels)))
+
+
 def train_experiment(config: dict[str, Any], train_dir: str | Path, dev_dir: str | Path,
                      exp_dir: str | Path, threads: int | None = None, quiet: bool = False,
                      progress: bool | None = None, resume: bool = False,
@@ -191,6 +211,7 @@ def train_experiment(config: dict[str, Any], train_dir: str | Path, dev_dir: str
     init_cfg, init_dir = _prepare_init(config)
     if init_cfg is not None:
         config = dict(config, init_config=init_cfg)
+    config = _resolve_combinations(config, Path(train_dir))
     if resume:
         _check_resume_config(config, exp_dir)
     elif dist.is_main:
@@ -267,7 +288,13 @@ class _Run:
             torch.manual_seed(self.seed + 7919 * (dist.rank + 1))
         self.optimizer = build_optimizer(self.model, self.tcfg["optimizer"])
         window, stride = int(self.tcfg["window"]), int(self.tcfg["stride"])
-        self.train_windows = featurizer.windows(self.train_seqs, window, stride)
+        self.window, self.stride = window, stride
+        self.first_windows = featurizer.windows(self.train_seqs, window, stride)
+        self.train_windows = self.first_windows
+        if self.tcfg.get("shift_windows") and any(s.feats for s in self.train_seqs):
+            raise PunctInputError("train.shift_windows cuts utterances at words: it needs "
+                                  "text-only training data (this family reads acoustic "
+                                  "streams)", train_dir / "words.tsv")
         self.dev_loss_windows = featurizer.windows(self.dev_seqs, window, window)
         if not self.train_windows:
             raise PunctInputError("the training set gives no windows", train_dir / "words.tsv")
@@ -438,17 +465,34 @@ class _Run:
                              batch_size=st.batch_size, bf16=st.bf16, aggregate=st.aggregate,
                              device=self.device)
         ref = np.concatenate([s.punct for s in self.dev_seqs], axis=0) > 0.5
-        tuned = tune_thresholds(pred.punct, ref, label_set.labels, float(st.threshold))
+        allowed = (None if st.combinations is None
+                   else combination_matrix(st.combinations, label_set.labels))
+        tuned = tune_thresholds(pred.punct, ref, label_set.labels, float(st.threshold),
+                                allowed=allowed)
         write_thresholds(self.exp_dir, label_set.name, tuned)
         self.log(f"thresholds tuned on dev: micro-F1 {tuned.f1_before:.4f} at "
                  f"{st.threshold} -> {tuned.f1_after:.4f}; "
                  + " ".join(f"{k}={v:.2f}" for k, v in tuned.thresholds.items()))
+
+    def _epoch_windows(self, epoch: int) -> list[Window]:
+        """The training windows of ``epoch``: those of the whole utterances in epoch 1 (and
+        without ``train.shift_windows``); else each utterance cut at a random word below
+        ``train.stride``, drawn from (seed, epoch) so that a resumed run gets the same.
+        The epoch keeps its number of steps: a shifted epoch has a few more windows (one
+        more per cut utterance), and those beyond the steps are left out at random."""
+        if epoch <= 1 or not self.tcfg.get("shift_windows"):
+            return self.first_windows
+        rng = np.random.default_rng([self.seed, epoch])
+        cut = [part for seq in self.train_seqs
+               for part in cut_seq(seq, int(rng.integers(0, min(self.stride, len(seq)))))]
+        return self.featurizer.windows(cut, self.window, self.stride)
 
     def _train_epoch(self, state: _Progress) -> None:
         """Train ``state.epoch`` from ``state.step`` on, evaluate, checkpoint, decide."""
         e0 = time.perf_counter()
         epoch = state.epoch
         self.model.train()
+        self.train_windows = self._epoch_windows(epoch)
         state.shuffle_state = self.rng.bit_generator.state  # this epoch's permutation
         order = self.rng.permutation(len(self.train_windows))
         order = order[: self.steps_per_epoch * self.batch_size].tolist()
