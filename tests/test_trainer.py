@@ -81,6 +81,19 @@ def test_optimizers_and_warmup() -> None:
                       torch.optim.SGD)
     opt = make_optimizer(p, {"name": "adamw", "lr": 1e-3, "weight_decay": 0.01})
     assert opt.param_groups[0]["weight_decay"] == 0.01
+    assert opt.defaults["fused"] is True  # one fused kernel where torch has it
+    assert not make_optimizer(p, {"name": "adam", "lr": 1e-3, "fused": False}).defaults["fused"]
+    groups = [{"params": (q for q in p), "lr": 0.1}]  # a generator is taken too
+    assert make_optimizer(groups, {"name": "adam"}).defaults["fused"] is True
+    assert make_optimizer(p, {"name": "radam"}).defaults.get("fused") in (None, False)
+    # the fused step equals the per-parameter loop
+    ref, fused = (torch.nn.Parameter(torch.ones(3)) for _ in range(2))
+    for w, kw in ((ref, {"fused": False}), (fused, {})):
+        o = make_optimizer([w], {"name": "adamw", "lr": 0.1, **kw})
+        for _ in range(3):
+            w.grad = torch.tensor([1.0, -2.0, 0.5])
+            o.step()
+    assert torch.allclose(ref, fused, atol=1e-6)
     assert [warmup_factor(s, 4) for s in range(6)] == [0.25, 0.5, 0.75, 1.0, 1.0, 1.0]
     assert warmup_factor(0, 0) == 1.0
 

@@ -6,6 +6,11 @@ than for the head); otherwise every parameter that requires a gradient forms one
 Families that freeze and later unfreeze parts of the model must put the frozen
 parameters into a group from the start (an optimizer skips parameters without gradient).
 
+Adam and AdamW use torch's fused implementation (one kernel for all parameters) unless
+``fused`` or ``foreach`` is given: on a 2-core CPU it takes a 22M-parameter step in about
+a fifth of the time of the per-parameter loop, which is the part of a training step that
+bf16 autocast cannot speed up.
+
 ``lookahead_<name>`` (e.g. ``lookahead_radam``, Courtland et al. 2020) wraps the optimizer
 ``<name>`` in ``punct.train.lookahead.LookAhead``; the keys ``k`` (sync period, default 6)
 and ``alpha`` (sync rate, default 0.5) go to LookAhead, the others to the inner optimizer.
@@ -29,6 +34,18 @@ OPTIMIZERS: dict[str, type[torch.optim.Optimizer]] = {
 assert tuple(OPTIMIZERS) == OPTIMIZER_BASES, "punct.config.OPTIMIZER_BASES is out of date"
 
 
+FUSED = ("adam", "adamw")
+"""Optimizers with a fused implementation in torch (CPU and CUDA)."""
+
+
+def _fusable(params: list[torch.nn.Parameter] | list[dict[str, Any]]) -> bool:
+    """Whether every parameter is a floating-point tensor on a CPU or CUDA device."""
+    tensors = [t for p in params
+               for t in (p["params"] if isinstance(p, dict) else [p])]
+    return bool(tensors) and all(
+        t.is_floating_point() and t.device.type in ("cpu", "cuda") for t in tensors)
+
+
 def make_optimizer(params: list[torch.nn.Parameter] | list[dict[str, Any]],
                    opts: dict[str, Any]) -> torch.optim.Optimizer:
     """An optimizer by ``opts['name']``; other keys are passed to the optimizer."""
@@ -38,6 +55,10 @@ def make_optimizer(params: list[torch.nn.Parameter] | list[dict[str, Any]],
         raise ValueError(f"unknown optimizer {name!r} (known: {', '.join(OPTIMIZER_NAMES)})")
     if not params:
         raise ValueError("the model has no trainable parameters")
+    params = [dict(g, params=list(g["params"])) if isinstance(g, dict) else g for g in params]
+    if (name.removeprefix(LOOKAHEAD_PREFIX) in FUSED and "fused" not in opts
+            and "foreach" not in opts and _fusable(params)):
+        opts["fused"] = True
     if name.startswith(LOOKAHEAD_PREFIX):
         wrap = {key: opts.pop(key) for key in LOOKAHEAD_KEYS if key in opts}
         inner = OPTIMIZERS[name.removeprefix(LOOKAHEAD_PREFIX)](params, **opts)
