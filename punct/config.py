@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import re
 import types
 import typing
 from dataclasses import dataclass, field
@@ -113,6 +114,22 @@ def deep_merge(base: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+class ConfigLoader(yaml.SafeLoader):
+    """YAML 1.1 safe loading, with YAML 1.2 floats: ``1e-4`` and ``3E+2`` are numbers (in
+    YAML 1.1 a float needs a dot, so PyYAML reads ``lr: 1e-4`` as the string '1e-4')."""
+
+
+ConfigLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
+    list("-+0123456789"))
+
+
+def load_yaml(text: str) -> Any:
+    """Parse config YAML text (``ConfigLoader``)."""
+    return yaml.load(text, Loader=ConfigLoader)
+
+
 def parse_override(text: str) -> tuple[list[str], Any]:
     """Parse ``a.b.c=value`` into (["a", "b", "c"], value); the value is read as YAML."""
     if "=" not in text:
@@ -122,7 +139,7 @@ def parse_override(text: str) -> tuple[list[str], Any]:
     if not key.strip() or any(not p for p in parts):
         raise PunctInputError(f"override {text!r} has an empty key")
     try:
-        value = yaml.safe_load(raw) if raw.strip() else None
+        value = load_yaml(raw) if raw.strip() else None
     except yaml.YAMLError as err:
         raise PunctInputError(f"override {text!r}: value is not valid YAML ({err})") from err
     return parts, value
@@ -287,7 +304,7 @@ def read_raw_config(path: str | Path, _seen: tuple[Path, ...] = ()) -> dict[str,
     if path.resolve() in _seen:
         raise PunctInputError("circular 'base:' chain", path)
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        raw = load_yaml(path.read_text(encoding="utf-8")) or {}
     except yaml.YAMLError as err:
         line = None
         mark = getattr(err, "problem_mark", None)

@@ -237,3 +237,16 @@ def test_dump_rejects_unknown_labels_with_file_and_line(tmp_path: Path, capsys) 
     assert f"{d / 'words.tsv'}:3" in capsys.readouterr().err
     rc = dump_cli.main(["--data-dir", str(tmp_path / "missing"), "--out-dir", str(tmp_path)])
     assert rc == 2
+
+
+def test_exponent_floats_are_numbers(tmp_path: Path) -> None:
+    """``lr: 1e-4`` (YAML 1.2 style, no dot) is a float in files and in --set overrides."""
+    path = tmp_path / "c.yaml"
+    path.write_text("family: brnn\ntrain:\n  optimizer: {name: adam, lr: 1e-4}\n"
+                    "model: {encoder_lr: 3E+2, name: 1e-4x}\n", encoding="utf-8")
+    cfg = load_config(path)
+    assert cfg["train"]["optimizer"]["lr"] == pytest.approx(1e-4)
+    assert cfg["model"]["encoder_lr"] == 300.0 and cfg["model"]["name"] == "1e-4x"
+    cfg = apply_overrides(cfg, ["model.encoder_lr=3e-4", "train.optimizer.lr=2e-3"])
+    assert cfg["model"]["encoder_lr"] == pytest.approx(3e-4)
+    assert cfg["train"]["optimizer"]["lr"] == pytest.approx(2e-3)

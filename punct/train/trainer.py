@@ -43,7 +43,7 @@ import torch
 import yaml
 from tqdm import tqdm
 
-from punct.config import load_config, save_config
+from punct.config import load_config, load_yaml, save_config
 from punct.data.sequences import cut_seq, load_data_dir, rows_to_seq
 from punct.data.windows import batched
 from punct.errors import MissingDataError, PunctInputError
@@ -166,8 +166,8 @@ def _check_resume_config(config: dict[str, Any], exp_dir: Path) -> None:
     if not path.is_file():
         raise MissingDataError(f"nothing to resume: no config.yaml in {exp_dir} "
                                "(run without --resume to train from scratch)", exp_dir)
-    saved = yaml.safe_load(path.read_text(encoding="utf-8"))
-    current = yaml.safe_load(yaml.safe_dump(config, sort_keys=False))
+    saved = load_yaml(path.read_text(encoding="utf-8"))
+    current = load_yaml(yaml.safe_dump(config, sort_keys=False))
     if saved != current:
         keys = sorted(k for k in set(saved) | set(current) if saved.get(k) != current.get(k))
         raise PunctInputError(f"--resume: the config differs from the experiment's in {keys}; "
