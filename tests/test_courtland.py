@@ -267,3 +267,17 @@ def test_token_residual_starts_per_token_and_learns_across_positions(tiny_dir: P
     assert torch.count_nonzero(model.window_layer.weight.grad) > 0
     plain = make_model(config(tiny_dir), feat)
     assert plain.token_classifier is None and torch.count_nonzero(plain.window_layer.weight) > 0
+
+
+def test_window_lr_puts_the_window_layer_in_its_own_group(tiny_dir: Path) -> None:
+    feat = make_featurizer(config(tiny_dir))
+    model = make_model(config(tiny_dir, token_residual=True, window_lr=1e-5,
+                              encoder_lr=1e-4), feat)
+    opt = build_optimizer(model, {"name": "lookahead_radam", "lr": 1e-3})
+    lrs = [g["lr"] for g in opt.param_groups]
+    assert lrs == [1e-4, 1e-3, 1e-5]
+    window = {id(p) for p in model.window_layer.parameters()}
+    assert {id(p) for p in opt.param_groups[2]["params"]} == window
+    assert not window & {id(p) for p in opt.param_groups[1]["params"]}
+    seen = [id(p) for g in opt.param_groups for p in g["params"]]
+    assert sorted(seen) == sorted(id(p) for p in model.parameters())

@@ -25,7 +25,10 @@ zero. The window layer's weights are separate for each of the T positions, so ea
 them learns from the words that fall there (1/T of the data when training windows do
 not overlap; the paper slides one token at a time, which costs T times the compute);
 the shared path learns from every word, and the window layer then only has to learn
-what the neighbours add.
+what the neighbours add. ``model.window_lr`` gives the window layer its own learning
+rate (e.g. the paper's 1e-5 while the rest of the head trains at 1e-3: with T x hidden
+inputs per output, an adaptive optimizer at 1e-3 moves each of its weights by about the
+learning rate per step, and the window layer then fits noise).
 
 Deviations: the multi-label full13 set uses one sigmoid per mark (see
 ``punct.models.marks``); the paper picks the best frozen-stage model by validation loss
@@ -50,7 +53,7 @@ from punct.models.autopunct import AutopunctFeaturizer
 from punct.models.base import Family, Featurizer, Window, WordSeq
 from punct.models.subword import ENCODER_KEYS, SubwordTagger, activation, with_label_position
 
-HEAD_KEYS = {"hidden", "hidden_activation", "dropout", "token_residual"}
+HEAD_KEYS = {"hidden", "hidden_activation", "dropout", "token_residual", "window_lr"}
 
 
 def _fixed_window(config: dict[str, Any]) -> int | None:
@@ -144,6 +147,18 @@ class CourtlandModel(SubwordTagger):
         # positions, so every training word teaches it, whatever its place in the window.
         self.token_classifier = (nn.Linear(hidden, self.n_labels, bias=False)
                                  if self.token_residual else None)
+
+    def param_groups(self, opts: dict[str, Any]) -> list[dict[str, Any]]:
+        """The encoder and head groups, and the window layer in its own group when
+        ``model.window_lr`` is set."""
+        groups = super().param_groups(opts)
+        if self.mcfg.get("window_lr") is None:
+            return groups
+        window = {id(p) for p in self.window_layer.parameters()}
+        head = groups[-1]
+        head["params"] = [p for p in head["params"] if id(p) not in window]
+        return [*groups, {"params": list(self.window_layer.parameters()),
+                          "lr": float(self.mcfg["window_lr"])}]
 
     def _normalise(self, x: torch.Tensor) -> torch.Tensor:
         if self.training and x.shape[0] == 1:  # no batch statistics from one window
