@@ -82,6 +82,9 @@ def test_optimizers_and_warmup() -> None:
     opt = make_optimizer(p, {"name": "adamw", "lr": 1e-3, "weight_decay": 0.01})
     assert opt.param_groups[0]["weight_decay"] == 0.01
     assert opt.defaults["fused"] is True  # one fused kernel where torch has it
+    # null unsets a key (a config based on a LookAhead one drops k and alpha)
+    plain = make_optimizer(p, {"name": "adamw", "lr": 1e-3, "k": None, "alpha": None})
+    assert isinstance(plain, torch.optim.AdamW)
     assert not make_optimizer(p, {"name": "adam", "lr": 1e-3, "fused": False}).defaults["fused"]
     groups = [{"params": (q for q in p), "lr": 0.1}]  # a generator is taken too
     assert make_optimizer(groups, {"name": "adam"}).defaults["fused"] is True

@@ -49,7 +49,7 @@ def _fusable(params: list[torch.nn.Parameter] | list[dict[str, Any]]) -> bool:
 def make_optimizer(params: list[torch.nn.Parameter] | list[dict[str, Any]],
                    opts: dict[str, Any]) -> torch.optim.Optimizer:
     """An optimizer by ``opts['name']``; other keys are passed to the optimizer."""
-    opts = dict(opts)
+    opts = {key: value for key, value in opts.items() if value is not None}  # null: unset
     name = str(opts.pop("name", "adamw")).lower()
     if name not in OPTIMIZER_NAMES:
         raise ValueError(f"unknown optimizer {name!r} (known: {', '.join(OPTIMIZER_NAMES)})")
