@@ -74,7 +74,7 @@ def test_bad_maps_name_file_and_line(tmp_path: Path, text: str, line: int, msg: 
 
 
 def test_unknown_map_name_is_missing_data() -> None:
-    with pytest.raises(MissingDataError, match="unknown non-speech map 'nope'.*babel"):
+    with pytest.raises(MissingDataError, match=r"unknown non-speech map 'nope'.*babel"):
         load_nonspeech_map("nope")
 
 
