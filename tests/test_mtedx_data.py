@@ -27,6 +27,7 @@ from punct.data.unipunc_jsonl import (
 )
 from punct.errors import MissingDataError, PunctInputError
 from punct.kaldi import read_kv, read_segments, validate_data_dir
+from punct.score.layouts import unipunc as unipunc_layout
 from punct.wordtable import read_word_table
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "mustc_unipunc"
@@ -251,7 +252,7 @@ def test_missing_talk_audio_names_the_segment(tmp_path: Path) -> None:
     segs = read_mtedx_split(tmp_path, "es", "test")
     with pytest.raises(MissingDataError, match=r"test\.es:1: segment talkB_0000: audio file"):
         prepare_mtedx.segments_set(segs, "es")
-    with pytest.raises(MissingDataError, match="MTEDX in conf/db.sh"):
+    with pytest.raises(MissingDataError, match=r"MTEDX in conf/db\.sh"):
         read_mtedx_split(tmp_path, "es", "train")
 
 
@@ -294,3 +295,27 @@ def test_malformed_mustc_yaml_lines(line: str, match: str) -> None:
 def test_prepare_needs_a_source(tmp_path: Path) -> None:
     assert prepare_mtedx.main(["--data-dir", str(tmp_path)]) == 1
     assert prepare_mtedx.main(["--data-dir", str(tmp_path), "--jsonl", "noequals"]) == 1
+
+
+# ----------------------------------------------------------------------------- layout
+
+def test_unipunc_layout_names_the_paper_row_of_our_systems() -> None:
+    def score(system: str, test_set: str) -> dict:
+        classes = {"COMMA": {"tp": 3, "fp": 1, "fn": 3}, "PERIOD": {"tp": 1, "fp": 0, "fn": 0}}
+        return {"system": system, "test_set": test_set, "corpus": "mtedx",
+                "label_set": "iwslt4",
+                "metrics": {"all": {"micro_f1": 0.5, "punct": {"classes": classes}}}}
+
+    t2, t3, _ = unipunc_layout.build_tables([score("unipunc", "test"), score("brnn_text", "test"),
+                                     score("unipunc_brnn", "unipunc_mixed")])
+    ours = t2.frame[t2.frame["Source"] == "ours"].set_index("System")
+    assert ours.loc["unipunc", "Paper row"] == "UniPunc-Mix"
+    assert ours.loc["brnn_text", "Paper row"] == "BiLSTM"
+    assert ours.loc["unipunc_brnn", "Test"] == "Mixed"
+    assert ours.loc["unipunc", "Overall F1"] == pytest.approx(2 * 0.8 * 4 / 7 / (0.8 + 4 / 7)
+                                                            * 100)
+    t3_ours = t3.frame[t3.frame["Source"] == "ours"]
+    assert t3_ours[["System", "Paper row"]].values.tolist() == [["unipunc_brnn",
+                                                                  "BiLSTM-UniPunc"]]
+    pub = t3.frame[t3.frame["Source"] != "ours"]
+    assert (pub["System"] == pub["Paper row"]).all()
