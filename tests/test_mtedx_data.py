@@ -11,6 +11,7 @@ import soundfile
 
 from punct.bin import prepare_mtedx
 from punct.bin import write_unipunc_jsonl as write_cli
+from punct.data.audio import AlignRequest, load_requests
 from punct.data.mtedx import (
     clean_transcript,
     parse_mustc_yaml_line,
@@ -229,6 +230,35 @@ def test_mtedx_split_and_sound_events(tmp_path: Path) -> None:
                                                     "talkA_0001": "talkA 2.000000 3.500000"}
     assert read_kv(data / "test" / "wav.scp")["talkA"].endswith("talkA.flac")
     assert read_kv(data / "test" / "utt2lang") == {"talkA_0000": "es", "talkA_0001": "es"}
+
+
+def test_talk_flac_segments_read_by_seeking(tmp_path: Path) -> None:
+    """An utterance of a talk-level flac reads exactly the samples of its segment."""
+    noise = np.random.default_rng(3).integers(-2000, 2000, 3 * RATE).astype(np.int16)
+    flac = tmp_path / "talk.flac"
+    soundfile.write(flac, noise, RATE, format="FLAC")
+    whole, _ = soundfile.read(flac, dtype="float32")
+    req = AlignRequest("u1", ("hola",), str(flac), "talk", 0.5, 1.25, "wav.scp", 4)
+    samples, rate = req.load_audio()
+    assert rate == RATE and np.array_equal(samples, whole[8000:20000])
+    to_end = AlignRequest("u2", ("x",), str(flac), "talk", 2.5, -1.0)
+    assert np.array_equal(to_end.load_audio()[0], whole[40000:])
+    bad = AlignRequest("u3", ("x",), str(flac), "talk", 3.5, 4.0, "wav.scp", 4)
+    with pytest.raises(PunctInputError, match=r"wav\.scp:4: utterance u3: segment 3\.500"):
+        bad.load_audio()
+
+
+def test_prepared_mtedx_set_loads_its_segments(tmp_path: Path) -> None:
+    base = mtedx_tree(tmp_path, "talkA_0000 talkA 0.5 1.5\ntalkA_0001 talkA 2.0 3.5\n",
+                      "Hola.\nAdiós.\n")
+    data = tmp_path / "data"
+    prepare_mtedx.write_set(data, "test", prepare_mtedx.segments_set(
+        read_mtedx_split(tmp_path, "es", "test"), "es"))
+    reqs = load_requests(data / "test")
+    assert [(r.utt_id, r.recording, r.words, r.lang) for r in reqs] == [
+        ("talkA_0000", "talkA", ("hola",), "es"), ("talkA_0001", "talkA", ("adiós",), "es")]
+    assert len(reqs[1].load_audio()[0]) == 24000
+    assert reqs[0].wav == str((base / "wav" / "talkA.flac").resolve())
 
 
 @pytest.mark.parametrize(("segments", "transcript", "match"), [
