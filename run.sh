@@ -191,6 +191,7 @@ if stage_begin 3 "dump: acoustic features ($feature_streams), label statistics, 
   # UniPunc's mixed test sets: the same utterances, a fixed share without audio.
   for set in $test_sets; do
     [ -f "data/$set/fbank.scp" ] || continue
+    [ -f "data/$set/withheld" ] && continue  # mixed already (e.g. a UniPunc JSONL set)
     python -m punct.bin.subset_audio --src "data/$set" --dst "data/${set}_mixed" \
       --share "$mixed_share" --seed 1
   done
@@ -218,7 +219,10 @@ if stage_begin 6 "decode, score and report"; then
   mixed_ok=" $(system_info decodes_mixed_sets $baseline_systems $transformer_systems | tr '\n' ' ') "
   for sys in $baseline_systems $transformer_systems; do
     sets=$test_sets
-    case $mixed_ok in *" $sys "*) sets="$test_sets $(mixed_sets)" ;; esac
+    case $mixed_ok in
+      *" $sys "*) sets="$test_sets $(mixed_sets)" ;;
+      *) sets=$(for s in $test_sets; do [ -f "data/$s/withheld" ] || echo "$s"; done) ;;
+    esac
     for set in $sets; do
       out=exp/$sys/decode_$set
       # shellcheck disable=SC2154

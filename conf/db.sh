@@ -26,3 +26,22 @@ SZEGED_UD_URL=${SZEGED_UD_URL:-https://raw.githubusercontent.com/UniversalDepend
 # Empty = not available (the recipe runs on the public subsets and says how to get it).
 SZEGED_TREEBANK=${SZEGED_TREEBANK:-}
 export SZEGED_UD NERKOR SZEGED_NER SZEGED_UD_URL SZEGED_TREEBANK
+
+# mTEDx / MuST-C recipe for UniPunc (egs/mtedx/punct1).
+# Multilingual TEDx (OpenSLR 100, CC BY-NC-ND 4.0): a folder holding <lang>-<lang>/ (or
+# that folder itself); missing -> stage 0 downloads mtedx_<lang>.tgz from MTEDX_URL.
+MTEDX=${MTEDX:-$punct_db_root/../shared/data/mtedx}
+MTEDX_LANG=${MTEDX_LANG:-es}
+MTEDX_URL=${MTEDX_URL:-https://www.openslr.org/resources/100}
+# sha256 of mtedx_<lang>.tgz. None is pinned (OpenSLR publishes no checksums and the
+# archive could not be fetched here): empty = not verified, and stage 0 says so and
+# prints the archive's sha256 for you to pin here.
+MTEDX_SHA256=${MTEDX_SHA256:-}
+# MuST-C v1.0 (licence-gated, https://ict.fbk.eu/must-c/): an en-xx folder (holding
+# data/{train,dev,tst-COMMON}); empty = not available. MUSTC1_PATH is what the UniPunc
+# JSONL files call <MUSTC1_PATH> (the en-xx/data folder of the same copy).
+MUSTC=${MUSTC:-}
+MUSTC1_PATH=${MUSTC1_PATH:-${MUSTC:+$MUSTC/data}}
+# UniPunc's test files (test-audio.jsonl, test-mixed.jsonl; their audio is MuST-C's).
+UNIPUNC_JSONL=${UNIPUNC_JSONL:-$punct_db_root/../shared/data/mustc_unipunc}
+export MTEDX MTEDX_LANG MTEDX_URL MTEDX_SHA256 MUSTC MUSTC1_PATH UNIPUNC_JSONL

@@ -145,17 +145,21 @@ def validate_data_dir(data_dir: str | Path, need_audio: bool = False) -> dict[st
             )
     if (data_dir / "wav.scp").is_file():
         wavs = read_kv(data_dir / "wav.scp")
+        # A mixed-modality set (UniPunc) lists its utterances without audio in withheld.
+        withheld = {u.strip() for u in read_text_lines(data_dir / "withheld")} \
+            if (data_dir / "withheld").is_file() else set()
         if (data_dir / "segments").is_file():
             segments = read_kv(data_dir / "segments")
-            if set(segments) != set(text):
-                raise PunctInputError("segments and text list different utterances",
+            if not set(segments) <= set(text) or set(text) - set(segments) - withheld:
+                raise PunctInputError("segments and text list different utterances "
+                                      "(utterances without audio belong in withheld)",
                                       data_dir / "segments")
             for lineno, utt in enumerate(c_sorted(segments), start=1):
                 reco = segments[utt].split()[0]
                 if reco not in wavs:
                     raise PunctInputError(f"recording {reco!r} not in wav.scp",
                                           data_dir / "segments", lineno)
-        elif set(wavs) != set(text):
+        elif not set(wavs) <= set(text) or set(text) - set(wavs) - withheld:
             raise PunctInputError("wav.scp and text list different utterances",
                                   data_dir / "wav.scp")
     return {"utterances": len(text), "speakers": len(spk2utt),

@@ -71,7 +71,7 @@ class AlignRequest:
             else:
                 if not Path(src).is_file():
                     raise self.error(f"audio file not found: {src}", missing=True)
-                data, rate = soundfile.read(src, dtype="float32", always_2d=True)
+                return self._read_segment(src)
         except PunctInputError:
             raise
         except Exception as err:  # soundfile raises several types for bad audio
@@ -79,17 +79,31 @@ class AlignRequest:
         samples = data.mean(axis=1) if data.shape[1] > 1 else data[:, 0]
         return self._cut(samples, rate), rate
 
-    def _cut(self, samples: np.ndarray, rate: int) -> np.ndarray:
+    def _read_segment(self, src: str) -> tuple[np.ndarray, int]:
+        """Read only the segment's samples of a file (talk-level recordings, e.g. mTEDx
+        flac: seeking instead of decoding the whole talk for every utterance)."""
+        info = soundfile.info(src)
+        rate = int(info.samplerate)
+        start, stop = self._bounds(info.frames, rate)
+        data, _ = soundfile.read(src, start=start, stop=stop, dtype="float32", always_2d=True)
+        return (data.mean(axis=1) if data.shape[1] > 1 else data[:, 0]), rate
+
+    def _bounds(self, n_samples: int, rate: int) -> tuple[int, int]:
+        """The sample range of the segment in a recording of ``n_samples``."""
         if self.seg_start is None:
-            return samples
-        total = len(samples) / rate
+            return 0, n_samples
+        total = n_samples / rate
         end = total if self.seg_end is None or self.seg_end < 0 else self.seg_end
         if self.seg_start < 0 or end <= self.seg_start or self.seg_start >= total + 0.01:
             raise self.error(
                 f"segment {self.seg_start:.3f}-{end:.3f} s outside the recording "
                 f"({total:.3f} s)"
             )
-        return samples[round(self.seg_start * rate): round(min(end, total) * rate)]
+        return round(self.seg_start * rate), round(min(end, total) * rate)
+
+    def _cut(self, samples: np.ndarray, rate: int) -> np.ndarray:
+        start, stop = self._bounds(len(samples), rate)
+        return samples[start:stop]
 
     def duration(self) -> float:
         """The utterance's duration in seconds (reads only the header when it can)."""

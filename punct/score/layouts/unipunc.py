@@ -1,8 +1,11 @@
 """UniPunc's table layout (Zhu et al. 2022, Tables 2 and 3), published figures beside ours.
 
 Test sets: a set whose name ends in ``_mixed`` (``punct.bin.subset_audio``: a share of
-its utterances without audio) is the paper's "English-Mixed" kind, any other set the
-"English-Audio" kind. The paper scores three marks (comma, full stop, question mark);
+its utterances without audio; or a mixed-modality UniPunc JSONL set such as
+``unipunc_mixed`` of egs/mtedx) is the paper's "English-Mixed" kind, any other set the
+"English-Audio" kind. A "Paper row" column names the paper's row each of our systems
+reproduces (``ours_as`` in the published figures: brnn_text = BiLSTM, unipunc =
+UniPunc-Mix, ...). The paper scores three marks (comma, full stop, question mark);
 our rows give COMMA, PERIOD and QUESTION and an Overall computed from those three
 classes' counts (micro P/R/F1 over them), which equals ``micro_f1`` with the ``iwslt4``
 label set; with ``full13`` the other marks are left out of Overall. A third table puts
@@ -77,6 +80,14 @@ def _source(doc: dict[str, Any], table: str) -> str:
     return f"published: {doc['short']} ({table.replace('table', 'Table ')})"
 
 
+PAPER_ROW = "Paper row"
+
+
+def paper_row(doc: dict[str, Any], system: str) -> str:
+    """The paper's row our ``system`` reproduces ('' when none)."""
+    return str(doc.get("ours_as", {}).get(system, ""))
+
+
 def _note(doc: dict[str, Any]) -> str:
     return (f" Published rows: {doc['short']}, data {doc['data']} ({doc['data_note']}).")
 
@@ -91,6 +102,7 @@ def table2(scores: Sequence[dict[str, Any]], doc: dict[str, Any]) -> Table:
                 continue
             row = dict(zip(KEY_COLUMNS, (OURS, s["system"], data_label(s), s["label_set"]),
                            strict=True))
+            row[PAPER_ROW] = paper_row(doc, s["system"])
             row["Test"] = kind
             row.update(zip(cols, class_figures(s), strict=True))
             records.append(row)
@@ -98,14 +110,16 @@ def table2(scores: Sequence[dict[str, Any]], doc: dict[str, Any]) -> Table:
         for system, values in spec["rows"].items():
             row = dict(zip(KEY_COLUMNS, (_source(doc, "table2"), system, spec["name"],
                                          "iwslt4"), strict=True))
+            row[PAPER_ROW] = system
             row["Test"] = kind
             row.update(zip(cols, (float(v) for v in values), strict=True))
             records.append(row)
-    frame = pd.DataFrame.from_records(records, columns=[*KEY_COLUMNS, "Test", *cols])
+    frame = pd.DataFrame.from_records(records, columns=[*KEY_COLUMNS, PAPER_ROW, "Test", *cols])
     return Table("unipunc_table2", "UniPunc Table 2: P/R/F1 (%) per mark, audio and mixed "
                  "test sets", frame,
                  "Audio = a test set with audio for every utterance; Mixed = a copy with a "
-                 "share of the utterances' audio withheld (punct.bin.subset_audio). Overall = "
+                 "share of the utterances' audio withheld (punct.bin.subset_audio) or a "
+                 "mixed-modality set (UniPunc JSONL records with and without audio). Overall = "
                  "micro P/R/F1 over comma, full stop and question mark only." + _note(doc),
                  split_by="Test")
 
@@ -119,6 +133,7 @@ def table3(scores: Sequence[dict[str, Any]], doc: dict[str, Any]) -> Table:
             continue
         row = dict(zip(KEY_COLUMNS, (OURS, s["system"], data_label(s), s["label_set"]),
                        strict=True))
+        row[PAPER_ROW] = paper_row(doc, s["system"])
         row.update(zip(cols, class_figures(s)[2::3], strict=True))
         records.append(row)
     spec = doc["tables"]["table3"]
@@ -126,9 +141,10 @@ def table3(scores: Sequence[dict[str, Any]], doc: dict[str, Any]) -> Table:
     for system, values in spec["rows"].items():
         row = dict(zip(KEY_COLUMNS, (_source(doc, "table3"), system, name, "iwslt4"),
                        strict=True))
+        row[PAPER_ROW] = system
         row.update(zip(cols, (float(v) for v in values), strict=True))
         records.append(row)
-    frame = pd.DataFrame.from_records(records, columns=[*KEY_COLUMNS, *cols])
+    frame = pd.DataFrame.from_records(records, columns=[*KEY_COLUMNS, PAPER_ROW, *cols])
     return Table("unipunc_table3", "UniPunc Table 3: F1 (%) on the mixed test sets "
                  "(UniPunc grafted onto other models)", frame,
                  "Ours: every system on the *_mixed test sets; compare brnn_text with "
