@@ -173,6 +173,10 @@ if stage_begin 3 "dump: acoustic features ($feature_streams), label statistics, 
     python -m punct.bin.train_tokenizer --train-dir "data/$train_set" \
       --out-dir "data/token_list/$token_type$nbpe" --vocab-size "$nbpe" \
       --model-type "$token_type" "${oov_opts[@]}"
+    # A from-scratch BERT over those pieces (featurizer.encoder: data/token_list/<name>/bert).
+    [ "$token_type" != unigram ] || python -m punct.bin.scratch_encoder \
+      --sp-model "data/token_list/$token_type$nbpe/sp.model" \
+      --out-dir "data/token_list/$token_type$nbpe/bert"
   fi
   if [ "$feature_streams" = auto ]; then
     # shellcheck disable=SC2086
