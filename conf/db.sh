@@ -26,3 +26,10 @@ SZEGED_UD_URL=${SZEGED_UD_URL:-https://raw.githubusercontent.com/UniversalDepend
 # Empty = not available (the recipe runs on the public subsets and says how to get it).
 SZEGED_TREEBANK=${SZEGED_TREEBANK:-}
 export SZEGED_UD NERKOR SZEGED_NER SZEGED_UD_URL SZEGED_TREEBANK
+
+# Hungarian BABEL recipe (egs/babel_hu/punct1), licence-gated (ELRA): your copy in the BABEL
+# layout (<subset>/audio/*.sph|wav, <subset>/transcription/*.txt). Empty = not available
+# (stage 0 exits 2 with instructions). BABEL_HU_PUNCT: optional punctuated transcripts.
+BABEL_HU=${BABEL_HU:-}
+BABEL_HU_PUNCT=${BABEL_HU_PUNCT:-}
+export BABEL_HU BABEL_HU_PUNCT
