@@ -6,7 +6,7 @@
 #                   <subset>/audio/<recording>.sph|wav + <subset>/transcription/<recording>.txt
 #   BABEL_HU_PUNCT  optional: punctuated copies of the transcripts (<recording>.txt with the
 #                   same time stamps and words), when the transcripts carry no punctuation
-# Without BABEL_HU: exit 2 with what to obtain and where to set it (local/babel_hu/README.md).
+# Without BABEL_HU: exit 2 with what to obtain and where to set it (egs/babel_hu/punct1/README.md).
 # Usage: local/babel_hu/download.sh <out-dir>
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -34,7 +34,7 @@ download.sh: the Hungarian BABEL corpus was not found (BABEL_HU='${BABEL_HU}', c
   downloaded here. With your licensed copy:
     1. arrange it in the BABEL layout: <subset>/audio/<recording>.sph or .wav and
        <subset>/transcription/<recording>.txt, transcripts alternating [seconds] lines and
-       text lines (local/babel_hu/README.md);
+       text lines (egs/babel_hu/punct1/README.md);
     2. give the reference punctuation: punctuated transcript text lines (the read texts),
        or a second folder of punctuated transcripts in BABEL_HU_PUNCT;
     3. set BABEL_HU (and BABEL_HU_PUNCT) in conf/db.sh or the environment and rerun.

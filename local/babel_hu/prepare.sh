@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Stage 1 of the Hungarian BABEL recipe: data/{train,dev,test} (Kaldi files with segments,
-# words.tsv, score_label_set moro2) from the copy linked by stage 0.
+# words.tsv) from the copy linked by stage 0.
 # Extra options go to punct.bin.prepare_babel_hu (also through $babel_hu_prepare_opts,
 # e.g. "--split pack" for the pack's training/dev/eval folders instead of the paper's
 # 80/10/10 split of the recordings).

@@ -7,8 +7,8 @@ Example:
 Reads a corpus copy in the BABEL layout (``punct.data.babel``: ``<subset>/audio/*.sph|wav``
 and ``<subset>/transcription/*.txt``) and writes ``data/{train,dev,test}`` with ``text``,
 ``wav.scp`` (one entry per recording), ``segments`` (one utterance per speech segment),
-``utt2spk`` (the recording), ``spk2utt``, ``utt2lang``, ``words.tsv`` and
-``score_label_set`` (moro2), plus ``data/prep.json`` with the counts. The reference
+``utt2spk`` (the recording), ``spk2utt``, ``utt2lang`` and ``words.tsv`` (all marks; the
+systems map them to their label set), plus ``data/prep.json`` with the counts. The reference
 punctuation is that of the transcripts, or of the punctuated copy in ``--punct-dir``.
 """
 
@@ -34,7 +34,6 @@ from punct.errors import MissingDataError, PunctInputError, report_error
 from punct.kaldi import spk2utt_from_utt2spk, validate_data_dir, write_kv
 from punct.wordtable import render_rows, write_word_table
 
-LABEL_SET = "moro2"
 NO_PUNCT_HELP = (
     "no punctuation in the training transcripts. BABEL transcripts are unpunctuated; "
     "Moró & Szaszák's reference marks are those of the read texts. Give the punctuated "
@@ -58,7 +57,6 @@ def write_set(data_dir: Path, utts: Sequence[Utterance], wavs: dict[str, str],
     write_kv(data_dir / "spk2utt", spk2utt_from_utt2spk(utt2spk))
     write_kv(data_dir / "utt2lang", {u.utt_id: lang for u in utts})
     write_word_table(data_dir / "words.tsv", words)
-    (data_dir / "score_label_set").write_text(LABEL_SET + "\n", encoding="utf-8")
     counts = validate_data_dir(data_dir, need_audio=True)
     counts["marked_words"] = count_marks(utts)
     return counts
