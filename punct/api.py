@@ -10,7 +10,9 @@
 It wraps the engine of ``punct.bin.restore`` (``punct.infer.stream``): the same word
 splitting (symbols outside the label set pass through unchanged), the same sliding windows
 and batching, and the same pause computation as the command's readers (JSONL with times),
-so pause-aware systems get their pauses exactly as the command gives them.
+so pause-aware systems get their pauses exactly as the command gives them. Non-speech
+tokens (``<breath>``, ``[noise]``; ``Restorer(..., nonspeech="babel")`` picks the map,
+see docs/NONSPEECH.md) pass through at their position and are not punctuated.
 """
 
 from __future__ import annotations
@@ -25,9 +27,10 @@ from typing import Any
 
 import torch
 
+from punct.data.nonspeech import NonSpeechMap, load_nonspeech_map
 from punct.errors import PunctInputError
 from punct.export.system import System, load_system
-from punct.infer.stream import Document, InputWord, Segment
+from punct.infer.stream import Document, InputWord, Segment, plain_words
 from punct.infer.symbols import SymbolTally, split_words, tally
 from punct.labels import CANONICAL, OPENING_LABELS
 from punct.wordtable import WordRow, render_rows
@@ -63,7 +66,8 @@ class Restorer:
     def __init__(self, system: System, *, device: str | torch.device = "auto",
                  precision: str | None = None, backend: str = "torch",
                  batch_words: int = 2048, block_words: int = 512,
-                 context_words: int | None = None, **decode: Any):
+                 context_words: int | None = None,
+                 nonspeech: NonSpeechMap | str | None = None, **decode: Any):
         from punct.infer.decode import decode_settings, pick_device
         from punct.infer.stream import Restorer as Engine
 
@@ -94,7 +98,8 @@ class Restorer:
                                                    **decode)
         self.engine = Engine(model, system.featurizer, system.label_set, settings, self.device,
                              batch_words, block_words, context_words)
-        self.symbols = SymbolTally()
+        self.nonspeech = load_nonspeech_map(nonspeech)
+        self.symbols = SymbolTally(nonspeech_map=self.nonspeech)
 
     @classmethod
     def from_pretrained(cls, path_or_hub_id: str | Path, *, device: str = "auto",
@@ -154,7 +159,7 @@ class Restorer:
                 for w, s, e in zip(words, starts, ends, strict=True)]}
         if lang is not None:
             record["lang"] = lang
-        with tally() as counter:
+        with tally(self.nonspeech) as counter:
             doc = self._read_jsonl(record)
         self._count(counter)
         rows = [row for seg in self.restore_documents([doc]) for row in seg.rows]
@@ -162,7 +167,7 @@ class Restorer:
 
     def restore_documents(self, docs: Iterable[Document]) -> Iterator[Segment]:
         """The engine: ``Document`` objects in, ``Segment`` objects (word rows) out."""
-        with tally() as counter:
+        with tally(self.nonspeech) as counter:
             try:
                 yield from self.engine.restore(docs)
             finally:
@@ -170,18 +175,14 @@ class Restorer:
 
     def _count(self, counter: SymbolTally) -> None:
         """Add a call's pass-through words to ``self.symbols`` (the running total)."""
-        self.symbols.words += counter.words
-        self.symbols.symbols += counter.symbols
-        for ex in counter.examples:
-            if len(self.symbols.examples) < 3 and ex not in self.symbols.examples:
-                self.symbols.examples.append(ex)
+        self.symbols.merge(counter)
 
     # ------------------------------------------------------------------ helpers
     @staticmethod
     def _words(text: str) -> list[InputWord]:
         if not isinstance(text, str):
             raise TypeError(f"documents must be str, got {type(text).__name__}")
-        return [InputWord(w) for w in split_words(text)]
+        return plain_words(split_words(text))
 
     @staticmethod
     def _read_jsonl(record: dict[str, Any]) -> Document:

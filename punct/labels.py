@@ -7,6 +7,12 @@ marks to the word they follow. ``parse_text`` turns text into ``Token`` objects;
 ``render`` gives the normalised text back, with every mark written with its
 canonical character. Rendering is a fixed point: ``render(parse_text(render(t)))``
 equals ``render(t)``.
+
+Annotation tokens follow the corpus' non-speech map (``punct.data.nonspeech``, the
+default map unless one is given): a non-speech token (``<breath>``, ``[noise]``) is left
+out of the tokens; marks glued to it are read as if they stood alone, so a closing mark
+after it belongs to the word before it and an opening mark before it to the word after
+it. An unintelligible token (``(())``, ``<unk>``) is a word, kept as it is written.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from punct.data.nonspeech import NonSpeechMap, load_nonspeech_map
 from punct.errors import PunctInputError
 
 PUNCT_LABELS: tuple[str, ...] = (
@@ -172,69 +179,103 @@ def _opening_labels(marks: str) -> list[str]:
     return labels
 
 
-def parse_text(text: str, path: str | None = None, line: int | None = None) -> list[Token]:
+def strip_edge_marks(raw: str) -> tuple[str, str, str]:
+    """``(leading marks, core, trailing marks)`` of a token: known marks off both edges."""
+    i, j = 0, len(raw)
+    while i < j and raw[i] in MARK_CHARS:
+        i += 1
+    while j > i and raw[j - 1] in MARK_CHARS:
+        j -= 1
+    return raw[:i], raw[i:j], raw[j:]
+
+
+def _pieces(raw: str, nonspeech: NonSpeechMap) -> list[tuple[str, bool]]:
+    """``(text, is_word_as_written)`` pieces of a white-space token: a non-speech token is
+    replaced by the marks glued to it; an unintelligible token is one verbatim word."""
+    if nonspeech.is_nonspeech(raw):
+        return []
+    lead, core, trail = strip_edge_marks(raw)
+    if core and nonspeech.is_nonspeech(core):
+        return [(m, False) for m in (lead, trail) if m]
+    if core and nonspeech.is_unintelligible(core):
+        return [(raw, True)]
+    return [(raw, False)]
+
+
+def parse_text(text: str, path: str | None = None, line: int | None = None,
+               nonspeech: NonSpeechMap | str | None = None) -> list[Token]:
     """Split ``text`` into tokens with their punctuation labels.
 
+    ``nonspeech``: the map of non-speech and unintelligible tokens (a map, a shipped
+    name or a YAML path; None = the default map); see the module docstring.
     Raises PunctInputError (naming ``path`` and ``line``) for an unknown mark, an
     opening mark at the end of a token, a closing mark before a word, or a mark
     that cannot be attached to any word.
     """
+    ns_map = load_nonspeech_map(nonspeech)
     tokens: list[Token] = []
     pending_open: list[str] = []  # opening marks waiting for the next word
     straight_open = False  # parity of standalone straight quotes
     pos = 0
-    for raw in text.split():
-        start = text.index(raw, pos)
-        pos = start + len(raw)
-        i = 0
-        while i < len(raw) and not is_word_char(raw[i]):
-            i += 1
-        j = len(raw)
-        while j > i and not is_word_char(raw[j - 1]):
-            j -= 1
-        lead, core, trail = raw[:i], raw[i:j], raw[j:]
-        if not any(is_letter_or_digit(ch) for ch in core):
-            lead, core, trail = raw, "", ""
-        _check_marks(lead + trail, path, line, raw)
-        if not core:
-            # A token made of marks only.
-            if all(ch in OPENING_CHARS for ch in raw) or (
-                raw == STRAIGHT_QUOTE and not straight_open
-            ):
-                pending_open.extend(_opening_labels(raw))
-                straight_open = raw == STRAIGHT_QUOTE or straight_open
+    for whole in text.split():
+        start = text.index(whole, pos)
+        pos = start + len(whole)
+        for raw, verbatim in _pieces(whole, ns_map):
+            if verbatim:
+                lead, core, trail = strip_edge_marks(raw)
+                i, j = len(lead), len(raw) - len(trail)
+            else:
+                i = 0
+                while i < len(raw) and not is_word_char(raw[i]):
+                    i += 1
+                j = len(raw)
+                while j > i and not is_word_char(raw[j - 1]):
+                    j -= 1
+                lead, core, trail = raw[:i], raw[i:j], raw[j:]
+                if not any(is_letter_or_digit(ch) for ch in core):
+                    lead, core, trail = raw, "", ""
+            _check_marks(lead + trail, path, line, raw)
+            if not core:
+                # A token made of marks only.
+                if all(ch in OPENING_CHARS for ch in raw) or (
+                    raw == STRAIGHT_QUOTE and not straight_open
+                ):
+                    pending_open.extend(_opening_labels(raw))
+                    straight_open = raw == STRAIGHT_QUOTE or straight_open
+                    continue
+                if raw[0] in DASHES and not tokens:
+                    pending_open.extend(_opening_labels(raw))
+                    continue
+                if not tokens:
+                    raise PunctInputError(
+                        f"mark {raw!r} before the first word cannot be attached", path, line
+                    )
+                if raw == STRAIGHT_QUOTE:
+                    straight_open = False
+                extra = tuple(_closing_label(m, f"in {raw!r}") for m in _split_marks(raw))
+                last = tokens[-1]
+                tokens[-1] = Token(last.form, last.punct + extra, last.span)
                 continue
-            if raw[0] in DASHES and not tokens:
-                pending_open.extend(_opening_labels(raw))
-                continue
-            if not tokens:
-                raise PunctInputError(
-                    f"mark {raw!r} before the first word cannot be attached", path, line
-                )
-            if raw == STRAIGHT_QUOTE:
+            for ch in lead:
+                if ch in CLOSING_CHARS:
+                    raise PunctInputError(
+                        f"closing mark {_describe(ch)} before the word in token {raw!r}",
+                        path, line
+                    )
+            for ch in trail:
+                if ch in OPENING_CHARS:
+                    raise PunctInputError(
+                        f"opening mark {_describe(ch)} after the word in token {raw!r}",
+                        path, line
+                    )
+            opening = pending_open + _opening_labels(lead)
+            pending_open = []
+            if STRAIGHT_QUOTE in lead:
+                straight_open = True
+            if STRAIGHT_QUOTE in trail:
                 straight_open = False
-            extra = tuple(_closing_label(m, f"in {raw!r}") for m in _split_marks(raw))
-            last = tokens[-1]
-            tokens[-1] = Token(last.form, last.punct + extra, last.span)
-            continue
-        for ch in lead:
-            if ch in CLOSING_CHARS:
-                raise PunctInputError(
-                    f"closing mark {_describe(ch)} before the word in token {raw!r}", path, line
-                )
-        for ch in trail:
-            if ch in OPENING_CHARS:
-                raise PunctInputError(
-                    f"opening mark {_describe(ch)} after the word in token {raw!r}", path, line
-                )
-        opening = pending_open + _opening_labels(lead)
-        pending_open = []
-        if STRAIGHT_QUOTE in lead:
-            straight_open = True
-        if STRAIGHT_QUOTE in trail:
-            straight_open = False
-        closing = [_closing_label(m, f"in {raw!r}") for m in _split_marks(trail)]
-        tokens.append(Token(core, tuple(opening + closing), (start + i, start + j)))
+            closing = [_closing_label(m, f"in {raw!r}") for m in _split_marks(trail)]
+            tokens.append(Token(core, tuple(opening + closing), (start + i, start + j)))
     if pending_open:
         raise PunctInputError("opening mark at the end of the text has no word to attach to",
                               path, line)
@@ -251,9 +292,10 @@ def render(tokens: Iterable[Token]) -> str:
     return " ".join(parts)
 
 
-def normalise_text(text: str, path: str | None = None, line: int | None = None) -> str:
-    """The normalised form of a punctuated text."""
-    return render(parse_text(text, path, line))
+def normalise_text(text: str, path: str | None = None, line: int | None = None,
+                   nonspeech: NonSpeechMap | str | None = None) -> str:
+    """The normalised form of a punctuated text (non-speech tokens left out)."""
+    return render(parse_text(text, path, line, nonspeech))
 
 
 def cap_label(form: str) -> str:

@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from punct.data.nonspeech import NonSpeechMap
 from punct.errors import MissingDataError, PunctInputError
 from punct.labels import CAP_LABELS, Token, parse_text, punct_from_str, punct_to_str, render
 
@@ -43,12 +44,18 @@ def rows_from_tokens(utt_id: str, tokens: Sequence[Token]) -> list[WordRow]:
 
 
 def rows_from_text(utt_id: str, text: str, path: str | Path | None = None,
-                   line: int | None = None) -> list[WordRow]:
-    """Word rows of a punctuated, cased text; an empty text is an error."""
+                   line: int | None = None, nonspeech: NonSpeechMap | str | None = None
+                   ) -> list[WordRow]:
+    """Word rows of a punctuated, cased text; an empty text is an error.
+
+    Non-speech tokens of ``nonspeech`` (a map, a shipped name or a path; None: the
+    default map) are no rows; their marks go to the neighbouring words
+    (``punct.labels.parse_text``)."""
     where = str(path) if path is not None else None
-    tokens = parse_text(text, where, line)
+    tokens = parse_text(text, where, line, nonspeech)
     if not tokens:
-        raise PunctInputError(f"empty utterance {utt_id!r}", where, line)
+        what = "only non-speech tokens" if text.strip() else "no words"
+        raise PunctInputError(f"empty utterance {utt_id!r} ({what})", where, line)
     return rows_from_tokens(utt_id, tokens)
 
 

@@ -9,16 +9,22 @@ by name (``vad``, ``dtw``, ``pocketsphinx``, ``ctc``, ``auto``, ``reference``, `
 ``textgrid``) in the ``aligner`` table of :mod:`punct.registry` and built with
 :func:`get_aligner`. :func:`check_plausible` is the
 generic "transcript does not fit the audio" check on an alignment's word durations.
+
+Aligners see speech words only: non-speech tokens of the corpus' map
+(:mod:`punct.data.nonspeech`) are no words of the word table, :func:`speech_request`
+takes them out of a request built elsewhere, and the file aligners drop them from
+CTMs and TextGrids, so their time falls into the pause between the words around them.
 """
 
 from __future__ import annotations
 
 import abc
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 from punct.data.audio import AlignRequest
+from punct.data.nonspeech import NonSpeechMap, load_nonspeech_map
 from punct.data.timed import TimedWord
 from punct.errors import PunctInputError
 from punct.registry import UnknownNameError, lookup, names
@@ -74,6 +80,23 @@ def check_plausible(request: AlignRequest, words: Sequence[TimedWord], duration:
         raise PunctInputError(f"utterance {request.utt_id}: transcript does not fit the "
                               f"audio ({duration:.2f} s): {why}", request.wav_scp,
                               request.wav_line)
+
+
+def speech_request(request: AlignRequest,
+                   nonspeech: NonSpeechMap | str | None = None) -> AlignRequest:
+    """``request`` without its non-speech tokens (``nonspeech``: a map, a shipped name or
+    a YAML path; None: the default map): what every aligner is given."""
+    ns_map = load_nonspeech_map(nonspeech)
+    words = tuple(w for w in request.words if not ns_map.is_nonspeech(w))
+    return request if len(words) == len(request.words) else replace(request, words=words)
+
+
+def speech_words(words: Sequence[TimedWord], nonspeech: NonSpeechMap | str | None = None
+                 ) -> list[TimedWord]:
+    """Timed words without the non-speech ones (CTM/TextGrid intervals such as
+    ``<breath>``): the pause formula then spans their time."""
+    ns_map = load_nonspeech_map(nonspeech)
+    return [w for w in words if not ns_map.is_nonspeech(w.word)]
 
 
 def available_aligners() -> list[str]:

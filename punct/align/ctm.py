@@ -17,9 +17,10 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from punct.align.base import Aligner, AlignRequest, AlignResult
+from punct.align.base import Aligner, AlignRequest, AlignResult, speech_words
 from punct.align.pauses import match_words
 from punct.data.ctm import ctm_lines
+from punct.data.nonspeech import NonSpeechMap, load_nonspeech_map
 from punct.data.timed import OVERLAP_TOLERANCE, TimedWord
 from punct.errors import MissingDataError, PunctInputError
 
@@ -168,13 +169,19 @@ def words_for_request(
 
 
 class TableAligner(Aligner):
-    """Shared logic: look the utterance up in a word table, check it, add the duration."""
+    """Shared logic: look the utterance up in a word table, check it, add the duration.
+
+    Non-speech intervals (``<breath>``, ``[noise]``: the ``nonspeech`` map) are dropped
+    before the words are matched to the transcript; their time becomes pause."""
+
+    nonspeech: NonSpeechMap | None = None
 
     def _result(
         self, request: AlignRequest, words: list[TimedWord] | None, source: Path
     ) -> AlignResult | None:
         if words is None:
             return None
+        words = speech_words(words, self.nonspeech)
         match_words(request.words, words, source, request.utt_id)
         words = [TimedWord(r, w.start, w.end, w.line)
                  for r, w in zip(request.words, words, strict=True)]
@@ -186,9 +193,11 @@ class CtmAligner(TableAligner):
 
     name = "ctm"
 
-    def __init__(self, source: str | Path | None = None, **_: object):
+    def __init__(self, source: str | Path | None = None,
+                 nonspeech: NonSpeechMap | str | None = None, **_: object):
         if source is None:
             raise ValueError("the ctm aligner needs --source PATH (a CTM file)")
+        self.nonspeech = load_nonspeech_map(nonspeech)
         self.source = Path(source)
         self._table: dict[str, list[TimedWord]] | None = None
 
@@ -203,9 +212,11 @@ class ReferenceAligner(TableAligner):
 
     name = "reference"
 
-    def __init__(self, source: str | Path | None = None, **_: object):
+    def __init__(self, source: str | Path | None = None,
+                 nonspeech: NonSpeechMap | str | None = None, **_: object):
         if source is None:
             raise ValueError("the reference aligner needs --reference-dir DIR (or --source)")
+        self.nonspeech = load_nonspeech_map(nonspeech)
         self.source = Path(source)
         if not self.source.is_dir():
             raise MissingDataError("reference directory not found", self.source)

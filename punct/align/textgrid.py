@@ -14,6 +14,7 @@ from pathlib import Path
 
 from punct.align.base import AlignRequest, AlignResult
 from punct.align.ctm import TableAligner, words_for_request
+from punct.data.nonspeech import NonSpeechMap, load_nonspeech_map
 from punct.data.timed import TimedWord
 from punct.errors import MissingDataError, PunctInputError
 
@@ -215,9 +216,11 @@ class TextGridAligner(TableAligner):
 
     name = "textgrid"
 
-    def __init__(self, source: str | Path | None = None, tier: str = "words", **_: object):
+    def __init__(self, source: str | Path | None = None, tier: str = "words",
+                 nonspeech: NonSpeechMap | str | None = None, **_: object):
         if source is None:
             raise ValueError("the textgrid aligner needs --source DIR (TextGrid files)")
+        self.nonspeech = load_nonspeech_map(nonspeech)
         self.source = Path(source)
         self.tier = tier
         if not self.source.is_dir():

@@ -21,7 +21,10 @@ language), dtw (offline, eSpeak NG languages), pocketsphinx (offline, English), 
 language from ``--align-table``, default conf/align.yaml), reference
 (``--reference-dir`` or ``--source``: <utt>.ctm files), ctm (``--source`` one CTM
 file), textgrid (``--source`` a directory of <reco>.TextGrid). Audio aligners fail with
-the utterance named when the transcript does not fit the audio.
+the utterance named when the transcript does not fit the audio. ``--nonspeech NAME|PATH``
+(default ``default``) names the map of non-speech tokens (docs/NONSPEECH.md): they are
+taken out of what the aligner matches, and CTM/TextGrid intervals holding them count
+into the pause between their neighbouring words.
 """
 
 from __future__ import annotations
@@ -36,7 +39,14 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from punct.align.base import AlignRequest, available_aligners, check_plausible, get_aligner
+from punct.align.base import (
+    AlignRequest,
+    available_aligners,
+    check_plausible,
+    get_aligner,
+    speech_request,
+    speech_words,
+)
 from punct.align.ctm import (
     ReferenceAligner,
     atomic_write_text,
@@ -47,6 +57,7 @@ from punct.align.evaluate import PAUSE_THRESHOLD, evaluate
 from punct.align.pauses import attach_timings, compute_pauses
 from punct.data.audio import load_requests
 from punct.data.ctm import ctm_lines
+from punct.data.nonspeech import add_nonspeech_option
 from punct.data.timed import TimedWord
 from punct.errors import PunctInputError, report_error
 from punct.jobs_split import add_job_options, check_job_options, finished_parts, job_items
@@ -78,6 +89,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--reference-dir", default=None,
                    help="reference <utt>.ctm files: alignment source for 'reference', "
                         "evaluation reference for --merge")
+    add_nonspeech_option(p)
     add_job_options(p)
     p.add_argument("--pause-threshold", type=float, default=PAUSE_THRESHOLD,
                    help="pause length (s) for the pause P/R/F1 of eval.json")
@@ -106,8 +118,9 @@ def run_job(args: argparse.Namespace, job: int) -> tuple[int, int]:
     final_ctm, final_dur = out / f"ctm.{job}", out / f"utt2dur.{job}"
     if final_ctm.is_file() and final_dur.is_file():
         return 0, -1
-    requests = [r for r in job_items(data_dir, load_requests(data_dir), _utt_id, job,
-                                     args.num_jobs) if r.words]
+    requests = [speech_request(r, args.nonspeech)
+                for r in job_items(data_dir, load_requests(data_dir), _utt_id, job, args.num_jobs)]
+    requests = [r for r in requests if r.words]
     source = args.source
     if args.aligner == "reference" and source is None:
         source = args.reference_dir
@@ -143,7 +156,8 @@ def run_job(args: argparse.Namespace, job: int) -> tuple[int, int]:
 
 def aligner_options(args: argparse.Namespace, source: str | None) -> dict:
     """Keyword options for :func:`get_aligner` from the command line."""
-    options: dict = {"source": source, "tier": args.tier, "ctc_device": args.ctc_device}
+    options: dict = {"source": source, "tier": args.tier, "ctc_device": args.ctc_device,
+                     "nonspeech": args.nonspeech}
     if args.ctc_model:
         options["ctc_model"] = args.ctc_model
     if args.align_table:
@@ -221,7 +235,7 @@ def merge(args: argparse.Namespace) -> str:
                f"aligned ({100 * share:.1f}%) -> {out / 'ctm'}, {table_path}")
     if args.reference_dir:
         report = evaluate_against(requests, hyp, Path(args.reference_dir), data_dir,
-                                  args.pause_threshold)
+                                  args.pause_threshold, args.nonspeech)
         report["aligner"] = args.aligner or out.name
         report["share_aligned"] = round(share, 4)
         atomic_write_text(out / "eval.json", json.dumps(report, indent=2) + "\n")
@@ -238,8 +252,10 @@ def evaluate_against(
     ref_dir: Path,
     data_dir: Path,
     pause_threshold: float = PAUSE_THRESHOLD,
+    nonspeech: str | None = None,
 ) -> dict:
-    """eval.json content: ``overall`` and ``per_lang`` (utt2lang) evaluation dicts."""
+    """eval.json content: ``overall`` and ``per_lang`` (utt2lang) evaluation dicts
+    (non-speech tokens of the reference are left out)."""
     ReferenceAligner(ref_dir)  # checks that the directory exists
     ref: dict[str, list[TimedWord]] = {}
     for utt, req in requests.items():
@@ -250,7 +266,7 @@ def evaluate_against(
             if path.is_file():
                 words = words_for_request(read_ctm(path), req)
                 if words is not None:
-                    ref[utt] = words
+                    ref[utt] = speech_words(words, nonspeech)
                 break
     langs = {u: (r.lang or "unk") for u, r in requests.items()}
     per_lang = {}

@@ -11,8 +11,9 @@ input (a pipe) runs in bounded memory; a document longer than ``--block-words`` 
 ``--context-words`` is restored block by block. Text input: one document per line.
 CTM/TextGrid/JSONL-with-times/SRT/WebVTT give the model the pauses between words; from
 them srt/vtt output writes subtitles with cues broken at the restored sentence ends.
-Symbols outside the label set pass through unchanged (counted on stderr). See
-docs/RESTORE.md for formats and examples.
+Symbols outside the label set pass through unchanged (counted on stderr); so do
+non-speech tokens such as ``<breath>`` or ``[noise]`` (``--nonspeech``, docs/NONSPEECH.md),
+which the model does not see. See docs/RESTORE.md for formats and examples.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO, TextIO
 
+from punct.data.nonspeech import add_nonspeech_option
 from punct.errors import MissingDataError, PunctInputError, report_error
 from punct.train.env import set_num_threads
 
@@ -73,6 +75,7 @@ def build_parser(prog: str = "punct-restore") -> argparse.ArgumentParser:
                         help="long documents are restored in blocks of this many words")
     parser.add_argument("--context-words", type=int, default=None,
                         help="words of context either side of a block (default: the window)")
+    add_nonspeech_option(parser)
     parser.add_argument("--quiet", action="store_true", help="no summary line on stderr")
     parser.add_argument("--verbose", action="store_true",
                         help="show the encoder's loading progress bars and logs")
@@ -135,14 +138,14 @@ def run(args: argparse.Namespace) -> dict:
         verbose=args.verbose, window=args.window, stride=args.stride, per_token=args.per_token,
         batch_size=args.batch_size, aggregate=args.aggregate, bf16=args.bf16,
         threshold=args.threshold, batch_words=args.batch_words, block_words=args.block_words,
-        context_words=args.context_words)
+        context_words=args.context_words, nonspeech=args.nonspeech)
     restorer, st, device = api.engine, api.settings, api.device
     fmt = args.output_format or (args.input_format if args.input_format in ("text", "srt", "vtt")
                                  else "kaldi")
     cues = {"max_chars": args.max_cue_chars, "max_seconds": args.max_cue_seconds,
             "line_chars": args.line_chars}
     start = time.perf_counter()
-    with _open_out(args.output) as out, tally() as symbols:
+    with _open_out(args.output) as out, tally(api.nonspeech) as symbols:
         docs = write_segments(restorer.restore(documents(args)), out, fmt,
                               flush=args.output == "-", cues=cues)
     return {"documents": docs, "words": restorer.words_done, "symbols": symbols.message(),

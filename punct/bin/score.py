@@ -14,10 +14,11 @@ import json
 from pathlib import Path
 from typing import Any
 
+from punct.data.nonspeech import add_nonspeech_option
 from punct.errors import MissingDataError, PunctInputError, report_error
 from punct.kaldi import read_utt2lang
 from punct.labels import LABEL_SETS, get_label_set
-from punct.score.metrics import DEFAULT_LANG_GROUPS, score_tables
+from punct.score.metrics import DEFAULT_LANG_GROUPS, score_tables, speech_rows
 from punct.score.text_metrics import text_metrics
 from punct.wordtable import read_word_table
 
@@ -63,12 +64,13 @@ def build_scores(args: argparse.Namespace) -> dict[str, Any]:
     decode = read_decode_info(Path(args.decode_info)) if args.decode_info else {}
     # Default: the label set the system was trained with (decode.json), else full13.
     label_set = get_label_set(args.label_set or decode.get("label_set") or "full13")
-    ref = read_word_table(ref_path)
-    hyp = read_word_table(hyp_path)
+    # both sides on their speech words: non-speech rows (restore output) are no slots
+    ref = speech_rows(read_word_table(ref_path), args.nonspeech)
+    hyp = speech_rows(read_word_table(hyp_path), args.nonspeech)
     utt2lang = read_utt2lang(args.utt2lang) if args.utt2lang else None
     metrics = score_tables(
         ref, hyp, label_set, utt2lang, lang_groups=args.lang_group, ref_path=ref_path,
-        hyp_path=hyp_path, utt2lang_path=args.utt2lang,
+        hyp_path=hyp_path, utt2lang_path=args.utt2lang, nonspeech=args.nonspeech,
     )
     return {
         "format": FORMAT,
@@ -104,6 +106,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--system", help="system name (default: the exp dir of --hyp)")
     p.add_argument("--test-set", help="test set name (default: the data dir of --ref)")
     p.add_argument("--corpus", help="corpus name (default: from an egs/<corpus>/ path)")
+    add_nonspeech_option(p)
     p.add_argument("--lang-group", action="append", default=None,
                    help="languages scored together, e.g. es+eu (repeatable; default: "
                         + " ".join(DEFAULT_LANG_GROUPS) + ")")

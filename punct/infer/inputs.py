@@ -13,6 +13,11 @@ the last word of an utterance in ``words.tsv``. A document restored from a CTM
 therefore reaches the model with the same inputs as the same utterance decoded from its
 data dir (stage 6).
 
+Non-speech tokens (``<breath>``, ``[noise]``: ``--nonspeech``, ``punct.data.nonspeech``)
+are kept at their position and flagged (``InputWord.nonspeech``); they do not split the
+pause computation: the pause after a word runs to the next *speech* word, so a timed
+non-speech token's duration counts into the pause around it.
+
 - text: one document per line, ids ``<file>:<line>`` (``-:<line>`` for stdin).
 - ctm: ``<reco> <chan> <start> <dur> <word> [<conf>]``; one document per recording,
   whose lines must be contiguous and in time order; silence tokens are skipped.
@@ -28,6 +33,7 @@ from __future__ import annotations
 import json
 import math
 import sys
+from collections import deque
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -36,8 +42,8 @@ from punct.align.ctm import SILENCE_TOKENS, parse_ctm_fields
 from punct.align.textgrid import read_textgrid, textgrid_words
 from punct.data.timed import TimedWord, iter_pauses
 from punct.errors import MissingDataError, PunctInputError
-from punct.infer.stream import Document, InputWord
-from punct.infer.symbols import split_words
+from punct.infer.stream import Document, InputWord, plain_words
+from punct.infer.symbols import is_nonspeech_word, split_words
 
 FORMATS = ("text", "ctm", "textgrid", "jsonl")
 
@@ -95,9 +101,31 @@ def note_overlap(message: str, _count: list[int] = [0]) -> None:  # noqa: B006 (
 def with_pauses(words: Iterable[TimedWord], end_of_audio: float | None, doc_id: str,
                 name: str | Path) -> Iterator[InputWord]:
     """Input words with their pauses (:func:`punct.data.timed.iter_pauses`), lazily;
-    overlapping words get a pause of 0 and a note on stderr (:func:`note_overlap`)."""
-    for w, pause in iter_pauses(words, end_of_audio, doc_id, name, on_overlap=note_overlap):
+    overlapping words get a pause of 0 and a note on stderr (:func:`note_overlap`).
+
+    Non-speech tokens of the active map are taken out of the pause computation (the
+    pause after a word runs to the next speech word) and come back, flagged and with
+    their own times, right after the speech word before them (or first, before any)."""
+    held: deque[tuple[TimedWord | None, list[TimedWord]]] = deque([(None, [])])
+
+    def speech() -> Iterator[TimedWord]:
+        for w in words:
+            if is_nonspeech_word(w.word):
+                held[-1][1].append(w)
+            else:
+                held.append((w, []))
+                yield w
+
+    def release(upto: TimedWord | None) -> Iterator[InputWord]:
+        """The held non-speech tokens up to ``upto`` (None: all)."""
+        while held and (upto is None or held[0][0] is not upto):
+            _, after = held.popleft()
+            yield from (InputWord(n.word, n.start, n.end, None, nonspeech=True) for n in after)
+
+    for w, pause in iter_pauses(speech(), end_of_audio, doc_id, name, on_overlap=note_overlap):
+        yield from release(w)  # the non-speech tokens before ``w``
         yield InputWord(w.word, w.start, w.end, pause)
+    yield from release(None)
 
 
 # ----------------------------------------------------------------------------- text
@@ -106,7 +134,7 @@ def with_pauses(words: Iterable[TimedWord], end_of_audio: float | None, doc_id: 
 def read_text(stream: BinaryIO, name: str) -> Iterator[Document]:
     """One document per line (an empty line is an empty document)."""
     for lineno, text in iter_lines(stream, name):
-        words = [InputWord(w) for w in text_words(text, name, lineno)]
+        words = plain_words(text_words(text, name, lineno))
         yield Document(f"{name}:{lineno}", words)
 
 
@@ -202,7 +230,7 @@ def _json_words(obj: dict[str, Any], name: str, line: int) -> list[InputWord]:
     if "text" in obj:
         if not isinstance(obj["text"], str):
             raise PunctInputError("'text' must be a string", name, line)
-        return [InputWord(w) for w in text_words(obj["text"], name, line)]
+        return plain_words(text_words(obj["text"], name, line))
     words = obj.get("words")
     if not isinstance(words, list):
         raise PunctInputError("a record needs 'text' (a string) or 'words' (a list)", name, line)
@@ -226,7 +254,7 @@ def _json_words(obj: dict[str, Any], name: str, line: int) -> list[InputWord]:
     if plain and timed:
         raise PunctInputError("mix of plain and timed words in one record", name, line)
     if plain:
-        return [InputWord(w) for w in plain]
+        return plain_words(plain)
     return list(with_pauses(timed, None, f"record {obj.get('id', line)}", name))
 
 

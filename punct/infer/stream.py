@@ -13,6 +13,11 @@ document on either side (read ahead, or kept from the previous block), and only 
 block's own words are kept. Memory is therefore bounded by about ``batch_words +
 block_words + 2 * context_words`` words, and a word leaves the engine at most
 ``block_words + context_words`` words (plus one batch) after it was read.
+
+Non-speech tokens (``InputWord.nonspeech``: ``<breath>``, ``[noise]`` of the active map,
+``punct.infer.symbols``) travel with the words but are not shown to the model: each
+comes out at its position as a row of its own, written exactly as it came in, with no
+mark and no capital; the words around it are punctuated as if it were not there.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ import numpy as np
 import torch
 
 from punct.infer.decode import DecodeSettings, decide, ordered_marks, predict_words
-from punct.infer.symbols import is_passthrough
+from punct.infer.symbols import is_nonspeech_word, is_passthrough
 from punct.labels import CAP_LABELS, LabelSet, apply_cap
 from punct.models.base import Featurizer, PunctModel, WordSeq
 from punct.wordtable import WordRow
@@ -40,6 +45,12 @@ class InputWord:
     start: float | None = None
     end: float | None = None
     pause_after: float | None = None
+    nonspeech: bool = False  # passed through, not punctuated (``punct.data.nonspeech``)
+
+
+def plain_words(words: Iterable[str]) -> list[InputWord]:
+    """Untimed input words, non-speech tokens of the active map flagged."""
+    return [InputWord(w, nonspeech=is_nonspeech_word(w)) for w in words]
 
 
 @dataclass
@@ -138,14 +149,18 @@ class Restorer:
         n_labels = len(self.label_set.labels)
         seqs: list[WordSeq] = []
         offset = 0
+        slots: list[dict[int, int]] = []  # per unit: word index -> model position
         for unit in units:
-            if not unit.words:
+            speech = [i for i, w in enumerate(unit.words) if not w.nonspeech]
+            slots.append({i: k for k, i in enumerate(speech)})
+            if not speech:
                 continue
-            n = len(unit.words)
-            pauses = np.array([_nan(w.pause_after) for w in unit.words], dtype=np.float32)
-            times = np.array([[_nan(w.start), _nan(w.end)] for w in unit.words],
+            words = [unit.words[i] for i in speech]
+            n = len(words)
+            pauses = np.array([_nan(w.pause_after) for w in words], dtype=np.float32)
+            times = np.array([[_nan(w.start), _nan(w.end)] for w in words],
                              dtype=np.float64).reshape(n, 2)
-            unit.seq = WordSeq(unit.doc_id, [w.word.lower() for w in unit.words], pauses,
+            unit.seq = WordSeq(unit.doc_id, [w.word.lower() for w in words], pauses,
                                np.zeros((n, n_labels), dtype=np.float32),
                                np.zeros(n, dtype=np.int64), offset, unit.lang, times=times)
             seqs.append(unit.seq)
@@ -159,20 +174,25 @@ class Restorer:
             self.seconds += pred.seconds
             marks, caps = decide(pred, seqs, self.label_set.labels, st.threshold,
                                  st.exclusive)
-        for unit in units:
+        for unit, slot in zip(units, slots, strict=True):
             rows: list[WordRow] = []
-            if unit.seq is not None and marks is not None and caps is not None:
-                lo, hi = unit.keep
-                for i in range(lo, hi):
-                    g = unit.seq.offset + i
-                    w = unit.words[i]
-                    cap = CAP_LABELS[int(caps[g])]
-                    form = w.word if is_passthrough(w.word) else apply_cap(w.word, cap)
-                    rows.append(WordRow(unit.doc_id, unit.doc_start + i, w.word.lower(), form,
-                                        ordered_marks(marks[g], self.label_set.labels), cap,
-                                        w.start, w.end, w.pause_after))
-                unit.seq = None
-            self.words_done += len(rows)
+            lo, hi = unit.keep
+            for i in range(lo, hi):
+                w = unit.words[i]
+                if w.nonspeech:
+                    rows.append(WordRow(unit.doc_id, unit.doc_start + i, w.word.lower(), w.word,
+                                        (), "O", w.start, w.end, w.pause_after))
+                    continue
+                if unit.seq is None or marks is None or caps is None:
+                    raise RuntimeError("a unit with speech words was not decoded")
+                g = unit.seq.offset + slot[i]
+                cap = CAP_LABELS[int(caps[g])]
+                form = w.word if is_passthrough(w.word) else apply_cap(w.word, cap)
+                rows.append(WordRow(unit.doc_id, unit.doc_start + i, w.word.lower(), form,
+                                    ordered_marks(marks[g], self.label_set.labels), cap,
+                                    w.start, w.end, w.pause_after))
+                self.words_done += 1
+            unit.seq = None
             yield Segment(unit.doc_id, rows, unit.first, unit.last)
 
 

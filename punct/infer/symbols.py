@@ -12,6 +12,12 @@ sign, a maths symbol or a URL must come out as it went in. ``split_words`` there
   model sees it lower-cased like any other word;
 - counts the pass-through words in the active ``SymbolTally`` (``tally()``), which the
   command reports on stderr.
+
+Non-speech tokens of the active map (``tally(nonspeech=...)``, else the default map of
+``punct.data.nonspeech``: ``<breath>``, ``[noise]``) are kept exactly as written, even
+with marks glued to them stripped off (``<breath>,`` -> ``<breath>``), and counted apart:
+the engine passes them through at their position without showing them to the model.
+Unintelligible tokens (``(())``, ``<unk>``) are words like any other.
 """
 
 from __future__ import annotations
@@ -22,7 +28,8 @@ import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from punct.labels import MARK_CHARS
+from punct.data.nonspeech import NonSpeechMap, load_nonspeech_map
+from punct.labels import MARK_CHARS, strip_edge_marks
 
 _ACTIVE: contextvars.ContextVar[SymbolTally | None] = contextvars.ContextVar(
     "punct_symbol_tally", default=None)
@@ -35,6 +42,9 @@ class SymbolTally:
     words: int = 0
     symbols: int = 0
     examples: list[str] = field(default_factory=list)
+    nonspeech: int = 0
+    nonspeech_examples: list[str] = field(default_factory=list)
+    nonspeech_map: NonSpeechMap = field(default_factory=load_nonspeech_map)
 
     def add(self, word: str) -> None:
         self.words += 1
@@ -42,20 +52,42 @@ class SymbolTally:
         if len(self.examples) < 3 and word not in self.examples:
             self.examples.append(word)
 
+    def add_nonspeech(self, token: str) -> None:
+        self.nonspeech += 1
+        if len(self.nonspeech_examples) < 3 and token not in self.nonspeech_examples:
+            self.nonspeech_examples.append(token)
+
+    def merge(self, other: SymbolTally) -> None:
+        """Add ``other``'s counts (examples up to three of each kind)."""
+        self.words += other.words
+        self.symbols += other.symbols
+        self.nonspeech += other.nonspeech
+        for mine, theirs in ((self.examples, other.examples),
+                             (self.nonspeech_examples, other.nonspeech_examples)):
+            for ex in theirs:
+                if len(mine) < 3 and ex not in mine:
+                    mine.append(ex)
+
     def message(self) -> str:
         """One line for stderr (empty when nothing passed through)."""
-        if not self.words:
-            return ""
-        shown = ", ".join(repr(w) for w in self.examples)
-        return (f"{self.words} words with {self.symbols} symbols outside the label set "
-                f"passed through unchanged (e.g. {shown})")
+        parts = []
+        if self.words:
+            shown = ", ".join(repr(w) for w in self.examples)
+            parts.append(f"{self.words} words with {self.symbols} symbols outside the label "
+                         f"set passed through unchanged (e.g. {shown})")
+        if self.nonspeech:
+            shown = ", ".join(repr(w) for w in self.nonspeech_examples)
+            parts.append(f"{self.nonspeech} non-speech tokens ({self.nonspeech_map.name} map) "
+                         f"passed through, not punctuated (e.g. {shown})")
+        return "; ".join(parts)
 
 
 @contextlib.contextmanager
-def tally() -> Iterator[SymbolTally]:
+def tally(nonspeech: NonSpeechMap | str | None = None) -> Iterator[SymbolTally]:
     """Count pass-through words split inside this block (also inside lazy readers
-    consumed within it)."""
-    counter = SymbolTally()
+    consumed within it); ``nonspeech`` (a map, a shipped name or a path; None: the
+    default map) is the map of non-speech tokens in force inside it."""
+    counter = SymbolTally(nonspeech_map=load_nonspeech_map(nonspeech))
     token = _ACTIVE.set(counter)
     try:
         yield counter
@@ -75,22 +107,32 @@ def is_passthrough(word: str) -> bool:
     return any(is_foreign(ch) for ch in word)
 
 
-def _strip_marks(token: str) -> str:
-    i, j = 0, len(token)
-    while i < j and token[i] in MARK_CHARS:
-        i += 1
-    while j > i and token[j - 1] in MARK_CHARS:
-        j -= 1
-    return token[i:j]
+def active_map() -> NonSpeechMap:
+    """The non-speech map of the active ``tally()`` block (the default map outside one)."""
+    counter = _ACTIVE.get()
+    return counter.nonspeech_map if counter is not None else load_nonspeech_map()
+
+
+def is_nonspeech_word(word: str) -> bool:
+    """Whether a split word is a non-speech token of the active map."""
+    return active_map().is_nonspeech(word)
 
 
 def split_words(text: str) -> list[str]:
     """Words of ``text`` for restoring: known marks stripped from token edges, ordinary
-    words lower-cased, pass-through words (foreign symbols) kept exactly."""
+    words lower-cased, pass-through words (foreign symbols) and non-speech tokens kept
+    exactly."""
     out: list[str] = []
     counter = _ACTIVE.get()
+    ns_map = active_map()
     for token in text.split():
-        core = _strip_marks(token)
+        core = strip_edge_marks(token)[1]
+        if ns_map.is_nonspeech(token) or (core and ns_map.is_nonspeech(core)):
+            kept = token if ns_map.is_nonspeech(token) else core
+            out.append(kept)
+            if counter is not None:
+                counter.add_nonspeech(kept)
+            continue
         if not core:
             continue
         if is_passthrough(core):

@@ -20,6 +20,11 @@ Definitions (named so that they are never ambiguous):
 - ``baseline_all_o``: the same figures for a system that predicts no mark and no capital.
 
 All rates are fractions in [0, 1] (``None`` when undefined, e.g. SER without reference marks).
+
+Reference and hypothesis are aligned on words without non-speech tokens
+(:func:`speech_rows`, the corpus' map of ``punct.data.nonspeech``): a ``<breath>`` row that
+``restore`` passed through is no word slot, and one side may hold it while the other does
+not.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from punct.data.nonspeech import NonSpeechMap, load_nonspeech_map
 from punct.errors import PunctInputError
 from punct.labels import CAP_LABELS, PUNCT_LABELS, LabelSet, get_label_set
 from punct.wordtable import WordRow
@@ -253,6 +259,15 @@ def check_aligned(
         _check_labels(hyp_rows, hyp_path, "hypothesis")
 
 
+def speech_rows(table: Mapping[str, Sequence[WordRow]],
+                nonspeech: NonSpeechMap | str | None = None) -> dict[str, list[WordRow]]:
+    """``table`` without its non-speech rows (``nonspeech``: a map, a shipped name or a
+    YAML path; None: the default map). Rows keep their ``idx`` (error lines stay right)."""
+    ns_map = load_nonspeech_map(nonspeech)
+    return {utt: [r for r in rows if not ns_map.is_nonspeech(r.word)]
+            for utt, rows in table.items()}
+
+
 def _groups_of(lang: str | None, lang_groups: Iterable[str]) -> list[str]:
     out = ["all"]
     if lang is not None:
@@ -271,13 +286,16 @@ def score_tables(
     ref_path: str | Path | None = None,
     hyp_path: str | Path | None = None,
     utt2lang_path: str | Path | None = None,
+    nonspeech: NonSpeechMap | str | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Metrics of ``hyp`` against ``ref``: ``{"all": {...}, "<lang>": {...}, ...}``.
 
-    Both sides are mapped through ``label_set``. With ``utt2lang`` there is one entry per
+    Both sides are mapped through ``label_set``, and scored on their speech words
+    (:func:`speech_rows` with ``nonspeech``). With ``utt2lang`` there is one entry per
     language, plus one per ``lang_groups`` entry (e.g. ``"es+eu"``) whose languages all occur.
     """
     ls = get_label_set(label_set) if isinstance(label_set, str) else label_set
+    ref, hyp = speech_rows(ref, nonspeech), speech_rows(hyp, nonspeech)
     check_aligned(ref, hyp, ref_path, hyp_path)
     groups = [g.lower() for g in lang_groups]
     tallies: dict[str, Tally] = {}
