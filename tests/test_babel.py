@@ -14,7 +14,7 @@ import pytest
 import soundfile as sf
 
 from punct.bin import prepare_babel_hu
-from punct.data.babel import find_recordings, is_marker, parse_transcript
+from punct.data.babel import find_recordings, parse_transcript
 from punct.data.babel_corpus import split_recordings
 from punct.data.sphere import read_sphere_header, wav_scp_entry
 from punct.errors import MissingDataError, PunctInputError
@@ -34,13 +34,11 @@ def write(path: Path, text: str) -> Path:
 
 def test_segments_between_time_stamps(tmp_path: Path) -> None:
     path = write(tmp_path / "a.txt", "[0.000]\n<no-speech>\n[1.5]\nszia  hogy vagy\n"
-                 "[3.250]\n(()) <breath> ~\n[4.0]\n")
+                 "[3.250]\n<breath> ~ <HES>\n[4.0]\n(())\n[4.5]\n")
     segs = parse_transcript(path)
-    assert [(s.start, s.end, s.text, s.line) for s in segs] == [
-        (0.0, 1.5, "<no-speech>", 2), (1.5, 3.25, "szia hogy vagy", 4),
-        (3.25, 4.0, "(()) <breath> ~", 6)]
-    assert [s.is_speech for s in segs] == [False, True, False]
-    assert is_marker("((talán))") and is_marker("<hes>") and not is_marker("szia")
+    assert [(s.start, s.end, s.text, s.line, s.is_speech) for s in segs] == [
+        (0.0, 1.5, "<no-speech>", 2, False), (1.5, 3.25, "szia hogy vagy", 4, True),
+        (3.25, 4.0, "<breath> ~ <HES>", 6, False), (4.0, 4.5, "(())", 8, True)]
 
 
 @pytest.mark.parametrize(("text", "line", "message"), [
@@ -52,7 +50,8 @@ def test_segments_between_time_stamps(tmp_path: Path) -> None:
     ("szia\n[0.0]\n", 1, "text before the first time stamp"),
     ("[0.0]\nszia\nmég egy\n[1.0]\n", 3, "two text lines"),
     ("[0.0]\nszia\n", 2, "no closing time stamp"),
-    ("[0.0]\nszia <sigh> te\n[1.0]\n", 2, "unknown transcription marker '<sigh>'"),
+    ("[0.0]\nszia <sigh> te\n[1.0]\n", 2,
+     "unknown transcription marker '<sigh>' (the babel non-speech map knows <breath>"),
     ("[0.0]\nszia <breath\n[1.0]\n", 2, "unknown transcription marker '<breath'"),
     ("[0.0]\n((szia te\n[1.0]\n", 2, "unbalanced (( ))"),
 ])
@@ -240,3 +239,22 @@ def test_stage0_without_the_corpus_exits_2(tmp_path: Path) -> None:
                            str(tmp_path / "downloads"), str(tmp_path / "data")], env=env,
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and "run stage 0" in proc.stderr
+
+
+def test_markers_inside_speech_segments(tmp_path: Path) -> None:
+    corpus, punct = make_corpus(tmp_path)
+    for root, text in ((corpus, "második <hes> mondat (()) ~ kérdés <breath>"),
+                       (punct, "Második <hes> mondat: (()) ~ kérdés? <breath>")):
+        f = root / "training" / "transcription" / "hu00.txt"
+        lines = f.read_text(encoding="utf-8").splitlines()
+        lines[7] = text
+        f.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    data = tmp_path / "data"
+    assert prepare_babel_hu.main(["--corpus-dir", str(corpus), "--punct-dir", str(punct),
+                                  "--data-dir", str(data)]) == 0
+    rows = read_word_table(data / "train" / "words.tsv")["hu00_00001700"]
+    assert [(r.word, r.punct) for r in rows] == [
+        ("második", ()), ("mondat", ("COLON",)), ("(())", ()), ("kérdés", ("QUESTION",))]
+    assert read_kv(data / "train" / "text")["hu00_00001700"] == "Második mondat: (()) kérdés?"
+    assert read_kv(data / "train" / "text.orig")["hu00_00001700"] == \
+        "Második <hes> mondat: (()) ~ kérdés? <breath>"

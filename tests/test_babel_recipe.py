@@ -1,8 +1,8 @@
 """The Hungarian BABEL recipe end to end (stages 0-6) on a fixture in the BABEL layout:
 10 recordings synthesised with eSpeak NG Hungarian (SPHERE and WAV), plain transcripts
-with <no-speech> segments, punctuated copies in BABEL_HU_PUNCT; the tiny dense and sparse
-prosodic-phrase systems with the paper's mark mapping, scored into Moró & Szaszák's
-Table 2 layout beside the published rows."""
+with <no-speech> segments and <breath> markers inside segments, punctuated copies in
+BABEL_HU_PUNCT; the tiny dense and sparse prosodic-phrase systems with the paper's mark
+mapping, scored into Moró & Szaszák's Table 2 layout beside the published rows."""
 
 from __future__ import annotations
 
@@ -53,6 +53,11 @@ def test_stages_and_prepared_sets(recipe: Path) -> None:
     assert {k: (v["recordings"], v["utterances"]) for k, v in prep["sets"].items()} == {
         "train": (8, 24), "dev": (1, 3), "test": (1, 3)}
     assert all(v["marked_words"] > 0 for v in prep["sets"].values())
+    # markers stay in text.orig, the shared babel map leaves them out of the word table
+    orig = (recipe / "data" / "train" / "text.orig").read_text(encoding="utf-8")
+    assert orig.count("<breath>") == 8 * 2
+    words = (recipe / "data" / "train" / "words.tsv").read_text(encoding="utf-8")
+    assert "<breath>" not in words and "<no-speech>" not in words
 
 
 def test_every_word_aligned(recipe: Path) -> None:

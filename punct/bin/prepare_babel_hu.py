@@ -8,7 +8,9 @@ Reads a corpus copy in the BABEL layout (``punct.data.babel``: ``<subset>/audio/
 and ``<subset>/transcription/*.txt``) and writes ``data/{train,dev,test}`` with ``text``,
 ``wav.scp`` (one entry per recording), ``segments`` (one utterance per speech segment),
 ``utt2spk`` (the recording), ``spk2utt``, ``utt2lang`` and ``words.tsv`` (all marks; the
-systems map them to their label set), plus ``data/prep.json`` with the counts. The reference
+systems map them to their label set; non-speech markers left out by the shared ``babel``
+map), ``text.orig`` (each segment as transcribed, markers kept), plus ``data/prep.json``
+with the counts. The reference
 punctuation is that of the transcripts, or of the punctuated copy in ``--punct-dir``.
 """
 
@@ -49,6 +51,7 @@ def write_set(data_dir: Path, utts: Sequence[Utterance], wavs: dict[str, str],
     utts = sorted(utts, key=lambda u: u.utt_id.encode("utf-8"))
     words = {u.utt_id: list(u.rows) for u in utts}
     write_kv(data_dir / "text", {u: render_rows(r) for u, r in words.items()})
+    write_kv(data_dir / "text.orig", {u.utt_id: u.transcript for u in utts})
     write_kv(data_dir / "wav.scp", {u.reco_id: wavs[u.reco_id] for u in utts})
     write_kv(data_dir / "segments",
              {u.utt_id: f"{u.reco_id} {u.start:.3f} {u.end:.3f}" for u in utts})

@@ -8,8 +8,10 @@ Layout (IARPA BABEL language packs; a copy of another read-speech corpus convert
 with ``<subset>`` e.g. ``training``, ``dev``, ``eval``. A transcript alternates time-stamp
 lines ``[12.345]`` and text lines; the text between two time stamps is one segment. Text
 keeps the transcription markers as written: tags such as ``<no-speech>``, ``<breath>``,
-``<hes>``, unintelligible ``(())`` or uncertain ``((words))``, and ``~``. A segment
-made only of markers is no utterance. Bad input raises
+``<hes>``, unintelligible ``(())`` or uncertain ``((words))``, and ``~``. Which markers
+exist and which are non-speech is the shared ``babel`` non-speech map
+(``punct.data.nonspeech``); a segment made only of non-speech markers is no utterance.
+Bad input raises
 :class:`~punct.errors.PunctInputError` naming the file and line.
 """
 
@@ -19,17 +21,11 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from punct.data.nonspeech import NonSpeechMap, load_nonspeech_map
 from punct.errors import MissingDataError, PunctInputError
 
 TIME_RE = re.compile(r"^\[(\d+(?:\.\d+)?)\]$")
-# The tags of the BABEL transcription conventions (non-speech events, speaker noises,
-# hesitation, foreign speech, overlaps, prompts); anything else in <...> is an error.
-TAGS = frozenset({
-    "no-speech", "breath", "cough", "laugh", "lipsmack", "click", "ring", "dtmf", "sta",
-    "int", "hes", "foreign", "overlap", "prompt", "male-to-female", "female-to-male",
-    "noise", "silence", "v-noise", "unk",
-})
-UNINTELLIGIBLE_RE = re.compile(r"^\(\((.*)\)\)$")
+NONSPEECH_MAP = "babel"  # punct/conf/nonspeech/babel.yaml: the BABEL markers
 AUDIO_SUFFIXES = (".sph", ".wav")
 ID_RE = re.compile(r"^[A-Za-z0-9_.-]+$")
 
@@ -42,11 +38,8 @@ class Segment:
     end: float
     text: str
     line: int
-
-    @property
-    def is_speech(self) -> bool:
-        """True when some token is a word rather than a transcription marker."""
-        return any(not is_marker(tok) for tok in self.text.split())
+    is_speech: bool
+    """Some token is a word (or an unintelligible word), not only non-speech markers."""
 
 
 @dataclass(frozen=True)
@@ -59,29 +52,31 @@ class Recording:
     subset: str
 
 
-def is_marker(token: str) -> bool:
-    """A transcription marker: ``<tag>``, ``((...))``, ``(())`` or ``~``."""
-    return token == "~" or (token.startswith("<") and token.endswith(">")) \
-        or bool(UNINTELLIGIBLE_RE.match(token))
+def is_tag(token: str) -> bool:
+    """A token in the form of a transcription tag (``<...>``) or a broken one."""
+    return token.startswith("<") or token.endswith(">")
 
 
-def check_markers(text: str, path: Path, line: int) -> None:
-    """Every ``<tag>`` must be a known tag; unbalanced ``<``/``((`` are errors."""
+def check_markers(text: str, path: Path, line: int, ns_map: NonSpeechMap) -> None:
+    """Every ``<tag>`` must be one the map lists (non-speech or unintelligible by name);
+    unbalanced ``((``/``))`` are errors."""
+    known = ns_map.nonspeech | ns_map.unintelligible
     for tok in text.split():
-        if tok.startswith("<") or tok.endswith(">"):
-            name = tok[1:-1] if tok.startswith("<") and tok.endswith(">") else None
-            if name is None or name not in TAGS:
-                raise PunctInputError(
-                    f"unknown transcription marker {tok!r} (known tags: "
-                    f"{' '.join(f'<{t}>' for t in sorted(TAGS))})", path, line)
-    opened = text.count("((")
-    if opened != text.count("))"):
+        if is_tag(tok) and tok.lower() not in known:
+            tags = " ".join(sorted(t for t in known if t.startswith("<")))
+            raise PunctInputError(
+                f"unknown transcription marker {tok!r} (the {ns_map.name} non-speech map "
+                f"knows {tags})", path, line)
+    if text.count("((") != text.count("))"):
         raise PunctInputError("unbalanced (( )) in transcript text", path, line)
 
 
-def parse_transcript(path: str | Path) -> list[Segment]:
-    """The segments of a BABEL transcript, in order, time stamps checked."""
+def parse_transcript(path: str | Path,
+                     nonspeech: NonSpeechMap | str = NONSPEECH_MAP) -> list[Segment]:
+    """The segments of a BABEL transcript, in order, time stamps and markers checked
+    against the non-speech map ``nonspeech`` (default: the shipped ``babel`` map)."""
     path = Path(path)
+    ns_map = load_nonspeech_map(nonspeech)
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except UnicodeDecodeError as err:
@@ -108,7 +103,8 @@ def parse_transcript(path: str | Path) -> list[Segment]:
                 if text is None:
                     raise PunctInputError(f"empty segment [{start}]-[{stamp}] (no text line)",
                                           path, lineno)
-                segments.append(Segment(start, stamp, text[0], text[1]))
+                speech = any(not ns_map.is_nonspeech(tok) for tok in text[0].split())
+                segments.append(Segment(start, stamp, text[0], text[1], speech))
             start, start_line, text = stamp, lineno, None
             continue
         if start is None:
@@ -119,7 +115,7 @@ def parse_transcript(path: str | Path) -> list[Segment]:
         if text is not None:
             raise PunctInputError(f"two text lines in the segment starting at [{start}]",
                                   path, lineno)
-        check_markers(line, path, lineno)
+        check_markers(line, path, lineno, ns_map)
         text = (" ".join(line.split()), lineno)
     if text is not None:
         raise PunctInputError("the last segment has no closing time stamp", path, text[1])

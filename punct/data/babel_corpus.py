@@ -20,7 +20,7 @@ from pathlib import Path
 
 import soundfile
 
-from punct.data.babel import Recording, Segment, is_marker, parse_transcript
+from punct.data.babel import NONSPEECH_MAP, Recording, Segment, parse_transcript
 from punct.data.sphere import read_sphere_header
 from punct.errors import MissingDataError, PunctInputError
 from punct.labels import parse_text
@@ -40,12 +40,14 @@ class Utterance:
     start: float
     end: float
     rows: tuple[WordRow, ...]
+    transcript: str
+    """The segment's text as written, markers kept."""
 
 
 def plain_words(text: str, path: Path, line: int) -> list[str]:
-    """The words of a segment text (markers left out), lower-cased, marks stripped."""
-    kept = " ".join(tok for tok in text.split() if not is_marker(tok))
-    return [tok.word for tok in parse_text(kept, str(path), line)]
+    """The words of a segment text (non-speech markers left out), lower-cased, marks
+    stripped."""
+    return [tok.word for tok in parse_text(text, str(path), line, NONSPEECH_MAP)]
 
 
 def punctuated_segments(plain: Sequence[Segment], plain_path: Path,
@@ -101,15 +103,9 @@ def recording_utterances(rec: Recording, punct_files: Mapping[str, Path]) -> lis
                 source, seg.line)
         if not seg.is_speech:
             continue
-        words = " ".join(tok for tok in seg.text.split() if not is_marker(tok))
-        if len(words.split()) != len(seg.text.split()):
-            raise PunctInputError(
-                "transcription markers inside a speech segment need the non-speech mapping "
-                "of stage 1 (punct.data.nonspeech), not available in this version",
-                source, seg.line)
         utt_id = f"{rec.reco_id}_{round(seg.start * 1000):08d}"
-        rows = rows_from_text(utt_id, seg.text, source, seg.line)
-        out.append(Utterance(utt_id, rec.reco_id, seg.start, seg.end, tuple(rows)))
+        rows = rows_from_text(utt_id, seg.text, source, seg.line, NONSPEECH_MAP)
+        out.append(Utterance(utt_id, rec.reco_id, seg.start, seg.end, tuple(rows), seg.text))
     return out
 
 

@@ -2,8 +2,9 @@
 
 Recordings (``hu<NN>``; even ones PCM SPHERE, odd ones WAV, 16 kHz) alternate
 ``<no-speech>`` segments and read segments of one or two punctuated sentences written
-for these tests. The transcripts are plain (lower-case, no marks), as BABEL's are; the
-punctuated copies with the same time stamps go to a second folder (``BABEL_HU_PUNCT``).
+for these tests (``<breath>`` between two sentences). The transcripts are plain
+(lower-case, no marks), as BABEL's are; the punctuated copies with the same time stamps
+go to a second folder (``BABEL_HU_PUNCT``).
 """
 
 from __future__ import annotations
@@ -56,13 +57,13 @@ SENTENCES = (
 )
 
 
-def segment_texts(reco: int, per_reco: int) -> list[str]:
-    """The punctuated texts of recording ``reco``: one or two sentences per segment."""
+def segment_texts(reco: int, per_reco: int) -> list[list[str]]:
+    """The sentences of each segment of recording ``reco``: one or two per segment."""
     out = []
     for k in range(per_reco):
         i = (reco * per_reco + k) * 2
         first = SENTENCES[i % len(SENTENCES)]
-        out.append(first if k % 2 else f"{first} {SENTENCES[(i + 1) % len(SENTENCES)]}")
+        out.append([first] if k % 2 else [first, SENTENCES[(i + 1) % len(SENTENCES)]])
     return out
 
 
@@ -96,9 +97,11 @@ def write_recording(corpus: Path, punct: Path, subset: str, reco: int,
         pos += len(samples)
 
     voice = VOICES[reco % len(VOICES)]
-    for text in segment_texts(reco, per_reco):
+    for sentences in segment_texts(reco, per_reco):
         add(gap, "<no-speech>", "<no-speech>")
-        add(synth(text, voice), plain(text), text)
+        # a <breath> marker at the sentence boundary inside a segment
+        add(synth(" ".join(sentences), voice),
+            " <breath> ".join(plain(t) for t in sentences), " <breath> ".join(sentences))
     add(gap, "<no-speech>", "<no-speech>")
     stamp = f"[{pos / RATE:.3f}]"
     plain_lines.append(stamp)
