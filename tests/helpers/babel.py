@@ -96,7 +96,8 @@ def write_recording(corpus: Path, punct: Path, subset: str, reco: int,
         chunks.append(samples)
         pos += len(samples)
 
-    voice = VOICES[reco % len(VOICES)]
+    name, rate, pitch = VOICES[reco % len(VOICES)]
+    voice = (name, rate + 6 * (reco // len(VOICES) % 4), pitch)  # no two alike in 12
     for sentences in segment_texts(reco, per_reco):
         add(gap, "<no-speech>", "<no-speech>")
         # a <breath> marker at the sentence boundary inside a segment
