@@ -46,6 +46,7 @@ dev_set=dev                 # validation set: model selection and early stopping
 test_sets="test"            # test sets to decode and score
 aligner=dtw                 # stage 2: dtw | vad | pocketsphinx | ctc | auto | reference | ctm | textgrid
 ctc_model=""                # --aligner ctc: wav2vec2/MMS CTC model (Hugging Face id or local dir)
+nonspeech=default           # map of non-speech tokens (<breath>, [noise]): punct/conf/nonspeech/<name>.yaml or a path (docs/NONSPEECH.md)
 score_alignment=true        # boundary error vs downloads/<corpus>/ref timings, where they exist
 feature_streams=auto          # stage 3 features of sets with audio (auto: what the systems read)
 mixed_share=0.5             # share of test utterances without audio in <set>_mixed (UniPunc)
@@ -127,7 +128,7 @@ if stage_begin 0 "data: download or synthesise the $corpus corpus"; then
 fi
 
 if stage_begin 1 "prepare: Kaldi data dirs and word tables"; then
-  "$root/local/$corpus/prepare.sh" downloads data
+  nonspeech=$nonspeech "$root/local/$corpus/prepare.sh" downloads data
   stage_end 1 prepare
 fi
 
@@ -153,13 +154,13 @@ if stage_begin 2 "align: word timings and pauses ($aligner)"; then
     $cpu_cmd JOB=1:"$nj" "log/align_$set.JOB.log" \
       python -m punct.bin.align --data-dir "data/$set" --aligner "$aligner" \
         --reference-dir downloads/"$corpus"/ref --out-dir "$out" --job JOB --num-jobs "$nj" \
-        "${ctc_opt[@]+"${ctc_opt[@]}"}"
+        --nonspeech "$nonspeech" "${ctc_opt[@]+"${ctc_opt[@]}"}"
     ref_opt=()
     if $score_alignment && [ -d "downloads/$corpus/ref" ]; then
       ref_opt=(--reference-dir "downloads/$corpus/ref")
     fi
     python -m punct.bin.align --data-dir "data/$set" --aligner "$aligner" --out-dir "$out" \
-      --merge --num-jobs "$nj" "${ref_opt[@]+"${ref_opt[@]}"}"
+      --merge --num-jobs "$nj" --nonspeech "$nonspeech" "${ref_opt[@]+"${ref_opt[@]}"}"
   done
   stage_end 2 align
 fi
@@ -229,7 +230,7 @@ if stage_begin 6 "decode, score and report"; then
       [ -f "data/$set/score_label_set" ] && ls_opt=(--label-set "$(cat "data/$set/score_label_set")")
       python -m punct.bin.score --ref "data/$set/words.tsv" --hyp "$out/words.tsv" \
         --utt2lang "data/$set/utt2lang" --decode-info "$out/decode.json" \
-        --system "$sys" --test-set "$set" --out "$out/scores.json" \
+        --system "$sys" --test-set "$set" --out "$out/scores.json" --nonspeech "$nonspeech" \
         "${ls_opt[@]+"${ls_opt[@]}"}"
     done
   done

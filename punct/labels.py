@@ -192,14 +192,15 @@ def strip_edge_marks(raw: str) -> tuple[str, str, str]:
 def _pieces(raw: str, nonspeech: NonSpeechMap) -> list[tuple[str, bool]]:
     """``(text, is_word_as_written)`` pieces of a white-space token: a non-speech token is
     replaced by the marks glued to it; an unintelligible token is one verbatim word."""
-    if nonspeech.is_nonspeech(raw):
+    kind = nonspeech.classify(raw)
+    if kind == "nonspeech":
         return []
-    lead, core, trail = strip_edge_marks(raw)
-    if core and nonspeech.is_nonspeech(core):
-        return [(m, False) for m in (lead, trail) if m]
-    if core and nonspeech.is_unintelligible(core):
-        return [(raw, True)]
-    return [(raw, False)]
+    lead, core, trail = strip_edge_marks(raw) if kind == "word" else ("", raw, "")
+    if core and core != raw:
+        kind = nonspeech.classify(core)
+        if kind == "nonspeech":
+            return [(m, False) for m in (lead, trail) if m]
+    return [(raw, kind == "unintelligible" and bool(core))]
 
 
 def parse_text(text: str, path: str | None = None, line: int | None = None,

@@ -17,7 +17,7 @@ from punct.align.base import AlignRequest, get_aligner, speech_request
 from punct.bin import restore as restore_cli
 from punct.bin import score as score_cli
 from punct.data.nonspeech import available_maps, load_nonspeech_map, read_nonspeech_map
-from punct.data.timed import END_OF_DOCUMENT_PAUSE
+from punct.data.timed import END_OF_DOCUMENT_PAUSE, pauses
 from punct.errors import MissingDataError, PunctInputError
 from punct.infer.inputs import read_ctm, read_jsonl, read_text
 from punct.infer.outputs import write_segments
@@ -129,8 +129,6 @@ def test_file_aligners_drop_nonspeech_and_its_time_becomes_pause(tmp_path: Path)
     assert result is not None
     assert [(w.word, w.start, w.end) for w in result.words] == [
         ("hello", 0.1, 0.5), ("world", 1.6, 2.0)]
-    from punct.data.timed import pauses
-
     assert pauses(result.words) == [1.1, END_OF_DOCUMENT_PAUSE]  # [noise] + <breath> inside
     # a request built from a raw transcript is stripped the same way
     raw = AlignRequest("r1", ("hello", "[noise]", "<breath>", "world"), str(wav))

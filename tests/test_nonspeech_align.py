@@ -21,6 +21,7 @@ from punct.align.base import AlignRequest, get_aligner, speech_request
 from punct.align.evaluate import evaluate
 from punct.align.textgrid import read_textgrid, textgrid_words
 from punct.bin.align import main as align_main
+from punct.data.audio import load_requests
 from punct.data.ctm import ctm_lines
 from punct.data.timed import TimedWord, pauses
 from punct.wordtable import read_word_table, rows_from_text, write_word_table
@@ -102,44 +103,42 @@ def test_markers_leave_the_word_table(corpus: dict) -> None:
     assert sum(1 for w in grid_words if w.word in MARKERS) == corpus["n_intervals"]
 
 
-def _align(corpus: dict, aligner: str, text: str, tag: str, *extra: str) -> dict:
+def _align(corpus: dict, aligner: str, text: str, tag: str) -> dict:
     data = _data_dir(corpus["root"] / f"{tag}_{aligner}", text, corpus["wav"])
     out = data / "align"
     assert align_main(["--data-dir", str(data), "--out-dir", str(out), "--aligner", aligner,
-                       "--reference-dir", str(corpus["refs"]), *extra]) == 0
-    report = json.loads((out / "eval.json").read_text())["overall"]
-    rows = read_word_table(data / "words.tsv")[NAME]
-    report["pauses_after"] = [r.pause_after for r in rows]
-    return report
+                       "--reference-dir", str(corpus["refs"])]) == 0
+    return json.loads((out / "eval.json").read_text())["overall"]
+
+
+@needs_mfa
+def test_aligners_get_the_words_without_markers(corpus: dict) -> None:
+    """What an aligner is given from the marked transcript is exactly the plain words (so
+    its timings are those without markers: aligners are deterministic in audio + words),
+    both through stage 1 (words.tsv -> load_requests) and for a raw request."""
+    plain = _data_dir(corpus["root"] / "req_plain", corpus["plain"], corpus["wav"])
+    marked = _data_dir(corpus["root"] / "req_marked", corpus["marked"], corpus["wav"])
+    (got,), (want,) = load_requests(marked), load_requests(plain)
+    assert (got.words, got.wav, got.lang) == (want.words, want.wav, want.lang)
+    assert got.words == tuple(w.word for w in corpus["ref"])
+    raw = AlignRequest(NAME, tuple(corpus["marked"].split()), str(corpus["wav"]), lang="en")
+    req = speech_request(raw)
+    assert len(raw.words) - len(req.words) == corpus["n_marks"]
+    assert req.words == tuple(w.word for w in corpus["ref"])
 
 
 @needs_mfa
 @pytest.mark.parametrize("aligner", ["dtw", "pocketsphinx"])
 def test_audio_aligners_with_markers_match_the_textgrid(corpus: dict, aligner: str) -> None:
+    """punct.bin.align on the marked transcript agrees with the TextGrid as well as
+    without markers. Measured on this recording without markers: dtw median boundary
+    error 30 ms, pause F1 0.80; pocketsphinx 10 ms, F1 0.95."""
     if aligner == "pocketsphinx":
         pytest.importorskip("pocketsphinx")
-    plain = _align(corpus, aligner, corpus["plain"], "plain")
-    marked = _align(corpus, aligner, corpus["marked"], "marked")
-    # the markers change nothing: same boundary errors, same pauses
-    assert marked["boundary_error_ms"] == plain["boundary_error_ms"]
-    assert marked["pauses"] == plain["pauses"]
-    assert marked["pauses_after"] == plain["pauses_after"]
-    # and the alignment is as good as without markers (test_dtw_aligner /
-    # test_pocketsphinx_aligner measured: dtw median ~35 ms, pocketsphinx <= 20 ms)
-    assert marked["boundary_error_ms"]["median"] <= (60.0 if aligner == "dtw" else 20.0)
-    assert marked["pauses"]["f1"] >= (0.55 if aligner == "dtw" else 0.7)
-
-
-@needs_mfa
-def test_direct_request_with_markers_is_stripped(corpus: dict) -> None:
-    pytest.importorskip("pocketsphinx")
-    raw = AlignRequest(NAME, tuple(corpus["marked"].split()), str(corpus["wav"]), lang="en")
-    req = speech_request(raw)
-    assert len(raw.words) - len(req.words) == corpus["n_marks"]
-    assert req.words == tuple(w.word for w in corpus["ref"])
-    result = get_aligner("pocketsphinx").align(req)
-    assert result is not None
-    assert evaluate(result.words, corpus["ref"])["boundary_error_ms"]["median"] <= 20.0
+    report = _align(corpus, aligner, corpus["marked"], "marked")
+    assert report["words_aligned"] == report["words"] == len(corpus["ref"])
+    assert report["boundary_error_ms"]["median"] <= (40.0 if aligner == "dtw" else 15.0)
+    assert report["pauses"]["f1"] >= (0.75 if aligner == "dtw" else 0.9)
 
 
 @needs_mfa
@@ -163,3 +162,24 @@ def test_textgrid_marker_intervals_become_pause(corpus: dict) -> None:
         else:
             k = next(speech)
     assert got == pauses(corpus["ref"])
+
+
+@needs_mfa
+@pytest.mark.parametrize("aligner", ["dtw", "pocketsphinx"])
+def test_unintelligible_tokens_are_aligned_as_words(corpus: dict, aligner: str) -> None:
+    """``(())`` and ``<unk>`` in place of two words stay words: aligned, with times near
+    the TextGrid's times of the words they replace."""
+    if aligner == "pocketsphinx":
+        pytest.importorskip("pocketsphinx")
+    ref = list(corpus["ref"])
+    hidden = {5: "(())", 20: "<unk>"}  # in place of "i'm" and "some"
+    for k, tok in hidden.items():
+        ref[k] = TimedWord(tok, ref[k].start, ref[k].end)
+    req = AlignRequest(NAME, tuple(w.word for w in ref), str(corpus["wav"]), lang="en")
+    result = get_aligner(aligner).align(req)
+    assert result is not None and [w.word for w in result.words] == list(req.words)
+    report = evaluate(result.words, ref)
+    # measured: dtw median 30 ms, pocketsphinx 10 ms; starts within 70 and 40 ms
+    assert report["boundary_error_ms"]["median"] <= (60.0 if aligner == "dtw" else 20.0)
+    for k in hidden:
+        assert abs(result.words[k].start - ref[k].start) < 0.15

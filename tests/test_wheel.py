@@ -82,6 +82,11 @@ def test_installed_wheel_restores_with_an_exported_model(
                work, env, stdin="the yes go 😀 stop\n")
     assert [w.strip(",.?") for w in out.stdout.split()] == ["The", "yes", "go", "😀", "stop"]
     assert "1 documents, 5 words" in out.stderr and "1 words with 1 symbols" in out.stderr
+    # the non-speech maps are package data (punct/conf/nonspeech/*.yaml)
+    ns = _run([str(bin_dir / "punct-restore"), "--model", str(model), "--device", "cpu",
+               "--nonspeech", "babel"], work, env, stdin="the <hes> yes ~ stop\n")
+    assert ns.stdout.split()[1] == "<hes>" and ns.stdout.split()[3] == "~"
+    assert "2 non-speech tokens (babel map)" in ns.stderr
     api = _run([str(bin_dir / "python"), "-I", "-c",
                 "import sys; from punct import Restorer; "
                 "r = Restorer.from_pretrained(sys.argv[1], device='cpu'); "

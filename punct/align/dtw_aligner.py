@@ -25,6 +25,10 @@ The aligner sees only the audio and the unpunctuated words (and the language):
    near a rendered word boundary (``snap_tolerance``) becomes that boundary's pause: the
    word before ends where the silence starts, the next starts where it ends.
 
+An unintelligible token of the non-speech map (``(())``, ``<unk>``) is rendered as
+:data:`UNINTELLIGIBLE_STAND_IN` (a single vowel in every eSpeak language used here), so
+the rendering has a sound where the real audio has the word nobody could make out.
+
 Transcripts that do not match the audio are detected (no speech; a rendering that
 would have to be sped up or slowed down beyond ``max_rate_factor``; a DTW path whose
 mean cost is hardly below that of a path against the time-reversed rendering,
@@ -45,6 +49,7 @@ import numpy as np
 
 from punct.align.base import Aligner, AlignRequest, AlignResult
 from punct.align.vad import FRAME_SHIFT, VadConfig, frame_log_energy, runs, speech_mask
+from punct.data.nonspeech import NonSpeechMap, load_nonspeech_map
 from punct.data.timed import TimedWord
 from punct.errors import PunctInputError
 from punct.features.mfcc import MfccConfig, add_deltas, cmvn, mfcc
@@ -55,6 +60,8 @@ from punct.synth.mini import word_timings
 DEFAULT_VOICES: tuple[tuple[str, str], ...] = (("en", "en-us"), ("es", "es"), ("eu", "eu"),
                                                ("hu", "hu"))
 _INT8_MAX_STEP = 2
+#: What eSpeak speaks for an unintelligible token (``(())``, ``<unk>``).
+UNINTELLIGIBLE_STAND_IN = "a"
 
 
 @dataclass(frozen=True)
@@ -513,8 +520,10 @@ class DtwAligner(Aligner):
 
     name = "dtw"
 
-    def __init__(self, config: DtwConfig | None = None, **_: object):
+    def __init__(self, config: DtwConfig | None = None,
+                 nonspeech: NonSpeechMap | str | None = None, **_: object):
         self.config = config or DtwConfig()
+        self.nonspeech = load_nonspeech_map(nonspeech)
         if self.config.on_mismatch not in ("error", "skip"):
             raise ValueError(f"on_mismatch must be 'error' or 'skip', not "
                              f"{self.config.on_mismatch!r}")
@@ -522,7 +531,11 @@ class DtwAligner(Aligner):
     def align(self, request: AlignRequest) -> AlignResult | None:
         samples, rate = request.load_audio()
         where = (request.wav_scp, request.wav_line)
-        result = align_dtw(samples, rate, request.words, request.lang, self.config, where)
+        spoken = [UNINTELLIGIBLE_STAND_IN if self.nonspeech.is_unintelligible(w) else w
+                  for w in request.words]
+        result = align_dtw(samples, rate, spoken, request.lang, self.config, where)
+        result.words = [TimedWord(w, t.start, t.end, t.line)
+                        for w, t in zip(request.words, result.words, strict=True)]
         if result.mismatch:
             message = f"utterance {request.utt_id}: transcript does not fit the audio: " \
                       f"{result.mismatch}"

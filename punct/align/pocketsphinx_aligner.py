@@ -11,7 +11,10 @@ filler segments become the pauses.
 
 Words missing from the CMU dictionary get a pronunciation from eSpeak NG (en-us): the
 phonemes eSpeak speaks for the word, mapped to the model's ARPAbet phones
-(:data:`ESPEAK_TO_ARPABET`). A word that maps to no phone is an error naming it.
+(:data:`ESPEAK_TO_ARPABET`). A token of the non-speech map's *unintelligible* class
+(``(())``, ``<unk>``: a word nobody could make out) gets :data:`UNINTELLIGIBLE_PHONES`, a
+neutral vowel that the phone HMM's self-loops stretch over whatever was said. Any other
+word that maps to no phone is an error naming it.
 
 Mismatch: when the decoder cannot reach the end of the transcript (it does not fit the
 audio), or when the words' mean acoustic log-score per frame (relative to the best
@@ -34,12 +37,17 @@ from typing import Any, ClassVar
 import numpy as np
 
 from punct.align.base import Aligner, AlignRequest, AlignResult, check_plausible
+from punct.data.nonspeech import NonSpeechMap, load_nonspeech_map
 from punct.data.timed import TimedWord
 from punct.errors import PunctInputError
 from punct.synth.espeak import get_engine
 from punct.synth.resample import resample_int16
 
 SAMPLE_RATE = 16000
+#: Pronunciation of an unintelligible token (``(())``, ``<unk>``): one neutral vowel,
+#: under a dictionary name PocketSphinx accepts (it rejects brackets and parentheses).
+UNINTELLIGIBLE_PHONES: tuple[str, ...] = ("AH",)
+UNINTELLIGIBLE_ENTRY = "unintelligible_word"
 FRAME_RATE = 100
 
 #: eSpeak NG (en) phoneme mnemonics -> CMU/ARPAbet phones (stress marks stripped first).
@@ -130,8 +138,10 @@ class PocketsphinxAligner(Aligner):
 
     name = "pocketsphinx"
 
-    def __init__(self, config: PocketsphinxConfig | None = None, **_: object):
+    def __init__(self, config: PocketsphinxConfig | None = None,
+                 nonspeech: NonSpeechMap | str | None = None, **_: object):
         self.config = config or PocketsphinxConfig()
+        self.nonspeech = load_nonspeech_map(nonspeech)
         if self.config.on_mismatch not in ("error", "skip"):
             raise ValueError(f"on_mismatch must be 'error' or 'skip', not "
                              f"{self.config.on_mismatch!r}")
@@ -140,8 +150,15 @@ class PocketsphinxAligner(Aligner):
         return PunctInputError(f"utterance {request.utt_id}: {message}", request.wav_scp,
                                request.wav_line)
 
+    def _spoken(self, request: AlignRequest) -> list[str]:
+        """The dictionary entries of the request's words (unintelligible tokens: one entry)."""
+        return [UNINTELLIGIBLE_ENTRY if self.nonspeech.is_unintelligible(w) else w
+                for w in request.words]
+
     def _ensure_words(self, decoder: Any, request: AlignRequest) -> None:
-        for i, word in enumerate(request.words):
+        if decoder.lookup_word(UNINTELLIGIBLE_ENTRY) is None:
+            decoder.add_word(UNINTELLIGIBLE_ENTRY, " ".join(UNINTELLIGIBLE_PHONES), True)
+        for i, word in enumerate(self._spoken(request)):
             if decoder.lookup_word(word) is not None:
                 continue
             phones = espeak_phones(word)
@@ -185,7 +202,7 @@ class PocketsphinxAligner(Aligner):
         """The transcript words' segments, or None when the search did not cover them."""
         self._ensure_words(decoder, request)
         try:
-            decoder.set_align_text(" ".join(request.words))
+            decoder.set_align_text(" ".join(self._spoken(request)))
         except RuntimeError as err:
             raise self._error(request, f"pocketsphinx rejects the transcript: {err}") from err
         decoder.start_utt()
@@ -194,7 +211,7 @@ class PocketsphinxAligner(Aligner):
         if decoder.hyp() is None:
             return None
         segs = [s for s in decoder.seg() if _is_speech_word(s.word)]
-        if [_base_word(s.word) for s in segs] != list(request.words):
+        if [_base_word(s.word) for s in segs] != self._spoken(request):
             return None  # the search ended early in the grammar
         return segs
 

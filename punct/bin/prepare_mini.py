@@ -12,6 +12,7 @@ import json
 import time
 from pathlib import Path
 
+from punct.data.nonspeech import add_nonspeech_option
 from punct.errors import MissingDataError, PunctInputError, report_error
 from punct.kaldi import spk2utt_from_utt2spk, validate_data_dir, write_kv
 from punct.wordtable import WordRow, render_rows, rows_from_text, write_word_table
@@ -46,11 +47,14 @@ def load_meta(synth_dir: Path) -> list[dict]:
     return metas
 
 
-def write_set(data_dir: Path, metas: list[dict]) -> dict[str, int]:
-    """Write one data dir from the utterances' metadata and validate it."""
+def write_set(data_dir: Path, metas: list[dict], nonspeech: str | None = None
+              ) -> dict[str, int]:
+    """Write one data dir from the utterances' metadata and validate it (``nonspeech``:
+    the map of non-speech tokens, left out of the word table)."""
     words: dict[str, list[WordRow]] = {}
     for meta in sorted(metas, key=lambda m: m["utt_id"].encode("utf-8")):
-        words[meta["utt_id"]] = rows_from_text(meta["utt_id"], meta["text"], meta["meta_path"])
+        words[meta["utt_id"]] = rows_from_text(meta["utt_id"], meta["text"], meta["meta_path"],
+                                               nonspeech=nonspeech)
     write_kv(data_dir / "text", {u: render_rows(r) for u, r in words.items()})
     write_kv(data_dir / "wav.scp", {m["utt_id"]: m["wav"] for m in metas})
     write_kv(data_dir / "segments",
@@ -67,6 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--synth-dir", type=Path, required=True, help="stage-0 output dir")
     parser.add_argument("--data-dir", type=Path, required=True, help="where data/<set> go")
+    add_nonspeech_option(parser)
     args = parser.parse_args(argv)
     start = time.time()
     try:
@@ -76,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
             chosen = [m for m in metas if m["split"] == split]
             if not chosen:
                 raise MissingDataError(f"no utterances in split {split}", args.synth_dir / "meta")
-            counts = write_set(args.data_dir / split, chosen)
+            counts = write_set(args.data_dir / split, chosen, args.nonspeech)
             summary.append(f"{split}: {counts['utterances']} utts, {counts['words']} words")
     except PunctInputError as err:
         return report_error("prepare_mini", err)

@@ -26,7 +26,7 @@ import argparse
 import functools
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +38,8 @@ from punct.errors import MissingDataError, PunctInputError
 MAPS_DIR = Path(__file__).resolve().parent.parent / "conf" / "nonspeech"
 DEFAULT_MAP = "default"
 KEYS = ("name", "nonspeech", "unintelligible", "patterns", "unintelligible_patterns")
+WORD, NONSPEECH, UNINTELLIGIBLE = "word", "nonspeech", "unintelligible"
+_CACHE_SIZE = 200_000  # classified tokens remembered per map (a corpus' vocabulary)
 
 
 @dataclass(frozen=True)
@@ -50,25 +52,37 @@ class NonSpeechMap:
     patterns: tuple[re.Pattern[str], ...] = ()
     unintelligible_patterns: tuple[re.Pattern[str], ...] = ()
 
-    def is_unintelligible(self, token: str) -> bool:
-        """Whether ``token`` marks a word nobody could make out (it stays a word)."""
+    cache: dict[str, str] = field(default_factory=dict, compare=False, hash=False, repr=False)
+
+    def classify(self, token: str) -> str:
+        """``"nonspeech"``, ``"unintelligible"`` or ``"word"`` (the precedence of the
+        module docstring); results are cached, so a corpus pays once per distinct token."""
+        hit = self.cache.get(token)
+        if hit is not None:
+            return hit
         low = token.lower()
         if low in self.unintelligible:
-            return True
-        if low in self.nonspeech:
-            return False
-        return any(p.fullmatch(low) for p in self.unintelligible_patterns)
+            kind = UNINTELLIGIBLE
+        elif low in self.nonspeech:
+            kind = NONSPEECH
+        elif any(p.fullmatch(low) for p in self.unintelligible_patterns):
+            kind = UNINTELLIGIBLE
+        elif any(p.fullmatch(low) for p in self.patterns):
+            kind = NONSPEECH
+        else:
+            kind = WORD
+        if len(self.cache) >= _CACHE_SIZE:
+            self.cache.clear()
+        self.cache[token] = kind
+        return kind
+
+    def is_unintelligible(self, token: str) -> bool:
+        """Whether ``token`` marks a word nobody could make out (it stays a word)."""
+        return self.classify(token) == UNINTELLIGIBLE
 
     def is_nonspeech(self, token: str) -> bool:
         """Whether ``token`` (without glued punctuation marks) is non-speech."""
-        low = token.lower()
-        if low in self.unintelligible:
-            return False
-        if low in self.nonspeech:
-            return True
-        if any(p.fullmatch(low) for p in self.unintelligible_patterns):
-            return False
-        return any(p.fullmatch(low) for p in self.patterns)
+        return self.classify(token) == NONSPEECH
 
     def split_nonspeech(self, tokens: Sequence[str]) -> tuple[list[str], list[tuple[int, str]]]:
         """``(speech tokens, non-speech tokens)``; each non-speech token comes with the
