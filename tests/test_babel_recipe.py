@@ -33,7 +33,7 @@ def recipe(tmp_path_factory: pytest.TempPathFactory) -> Path:
                BABEL_HU_PUNCT=str(punct), OMP_NUM_THREADS="1")
     proc = subprocess.run(
         ["bash", str(ROOT / "run.sh"), "--corpus", "babel_hu", "--model-conf-dir", str(TINY),
-         "--aligner", "dtw", "--baseline-systems", " ".join(SYSTEMS),
+         "--aligner", "dtw", "--nonspeech", "babel", "--baseline-systems", " ".join(SYSTEMS),
          "--transformer-systems", "", "--report-layouts", "moro", "--nj", "1",
          "--num-threads", "1"],
         cwd=recipe, env=env, capture_output=True, text=True, timeout=900,

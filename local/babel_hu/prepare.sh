@@ -4,6 +4,8 @@
 # Extra options go to punct.bin.prepare_babel_hu (also through $babel_hu_prepare_opts,
 # e.g. "--split pack" for the pack's training/dev/eval folders instead of the paper's
 # 80/10/10 split of the recordings).
+# The non-speech map comes from run.sh's --nonspeech (environment variable nonspeech; the
+# recipe passes babel, punct/conf/nonspeech/babel.yaml).
 # Usage: local/babel_hu/prepare.sh <downloads-dir> <data-dir> [prepare_babel_hu options]
 set -euo pipefail
 [ $# -ge 2 ] || { echo "Usage: $0 <downloads-dir> <data-dir> [options]" >&2; exit 1; }
@@ -18,4 +20,4 @@ opts=()
 [ -e "$db/punct" ] && opts+=(--punct-dir "$db/punct")
 # shellcheck disable=SC2086
 python -m punct.bin.prepare_babel_hu --corpus-dir "$db/corpus" --data-dir "$data" \
-  "${opts[@]+"${opts[@]}"}" ${babel_hu_prepare_opts:-} "$@"
+  --nonspeech "${nonspeech:-babel}" "${opts[@]+"${opts[@]}"}" ${babel_hu_prepare_opts:-} "$@"

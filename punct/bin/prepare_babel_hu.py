@@ -8,10 +8,10 @@ Reads a corpus copy in the BABEL layout (``punct.data.babel``: ``<subset>/audio/
 and ``<subset>/transcription/*.txt``) and writes ``data/{train,dev,test}`` with ``text``,
 ``wav.scp`` (one entry per recording), ``segments`` (one utterance per speech segment),
 ``utt2spk`` (the recording), ``spk2utt``, ``utt2lang`` and ``words.tsv`` (all marks; the
-systems map them to their label set; non-speech markers left out by the shared ``babel``
-map), ``text.orig`` (each segment as transcribed, markers kept), plus ``data/prep.json``
-with the counts. The reference
-punctuation is that of the transcripts, or of the punctuated copy in ``--punct-dir``.
+systems map them to their label set; non-speech markers left out by the shared map,
+``--nonspeech``, default ``babel``), ``text.orig`` (each segment as transcribed, markers
+kept), plus ``data/prep.json`` with the counts. The reference punctuation is that of the
+transcripts, or of the punctuated copy in ``--punct-dir``.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from punct.data.babel import find_recordings
+from punct.data.babel import NONSPEECH_MAP, find_recordings
 from punct.data.babel_corpus import (
     SPLITS,
     Utterance,
@@ -31,6 +31,7 @@ from punct.data.babel_corpus import (
     recording_utterances,
     split_recordings,
 )
+from punct.data.nonspeech import add_nonspeech_option
 from punct.data.sphere import wav_scp_entry
 from punct.errors import MissingDataError, PunctInputError, report_error
 from punct.kaldi import spk2utt_from_utt2spk, validate_data_dir, write_kv
@@ -66,7 +67,7 @@ def write_set(data_dir: Path, utts: Sequence[Utterance], wavs: dict[str, str],
 
 
 def prepare(corpus_dir: Path, data_dir: Path, punct_dir: Path | None, split: str,
-            lang: str, seed: int) -> dict[str, dict[str, int]]:
+            lang: str, seed: int, nonspeech: str = NONSPEECH_MAP) -> dict[str, dict[str, int]]:
     """Read the corpus copy and write the three sets; returns their counts."""
     recordings = find_recordings(corpus_dir)
     punct_files = punct_file_index(punct_dir)
@@ -74,7 +75,8 @@ def prepare(corpus_dir: Path, data_dir: Path, punct_dir: Path | None, split: str
     summary: dict[str, dict[str, int]] = {}
     for name in SPLITS:
         recs = by_split[name]
-        utts = [u for rec in recs for u in recording_utterances(rec, punct_files)]
+        utts = [u for rec in recs
+                for u in recording_utterances(rec, punct_files, nonspeech)]
         if name == "train" and count_marks(utts) == 0:
             raise MissingDataError(NO_PUNCT_HELP, punct_dir or corpus_dir)
         wavs = {rec.reco_id: wav_scp_entry(rec.audio) for rec in recs}
@@ -96,11 +98,13 @@ def main(argv: list[str] | None = None) -> int:
                              "training/dev/eval folders")
     parser.add_argument("--seed", type=int, default=1, help="seed of the paper split")
     parser.add_argument("--lang", default="hu", help="utt2lang code")
+    add_nonspeech_option(parser)
+    parser.set_defaults(nonspeech=NONSPEECH_MAP)
     args = parser.parse_args(argv)
     start = time.time()
     try:
         summary = prepare(args.corpus_dir, args.data_dir, args.punct_dir, args.split,
-                          args.lang, args.seed)
+                          args.lang, args.seed, args.nonspeech)
     except PunctInputError as err:
         return report_error("prepare_babel_hu", err)
     (args.data_dir / "prep.json").write_text(

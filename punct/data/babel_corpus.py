@@ -21,6 +21,7 @@ from pathlib import Path
 import soundfile
 
 from punct.data.babel import NONSPEECH_MAP, Recording, Segment, parse_transcript
+from punct.data.nonspeech import NonSpeechMap, load_nonspeech_map
 from punct.data.sphere import read_sphere_header
 from punct.errors import MissingDataError, PunctInputError
 from punct.labels import parse_text
@@ -44,17 +45,18 @@ class Utterance:
     """The segment's text as written, markers kept."""
 
 
-def plain_words(text: str, path: Path, line: int) -> list[str]:
+def plain_words(text: str, path: Path, line: int,
+                nonspeech: NonSpeechMap | str = NONSPEECH_MAP) -> list[str]:
     """The words of a segment text (non-speech markers left out), lower-cased, marks
     stripped."""
-    return [tok.word for tok in parse_text(text, str(path), line, NONSPEECH_MAP)]
+    return [tok.word for tok in parse_text(text, str(path), line, nonspeech)]
 
 
-def punctuated_segments(plain: Sequence[Segment], plain_path: Path,
-                        punct_path: Path) -> list[Segment]:
+def punctuated_segments(plain: Sequence[Segment], plain_path: Path, punct_path: Path,
+                        nonspeech: NonSpeechMap | str = NONSPEECH_MAP) -> list[Segment]:
     """The punctuated transcript's segments, checked against the plain transcript: the
     same time stamps and the same words (case and punctuation aside)."""
-    punct = parse_transcript(punct_path)
+    punct = parse_transcript(punct_path, nonspeech)
     if len(punct) != len(plain):
         raise PunctInputError(
             f"{len(punct)} segments, but {plain_path} has {len(plain)}", punct_path)
@@ -63,7 +65,8 @@ def punctuated_segments(plain: Sequence[Segment], plain_path: Path,
             raise PunctInputError(
                 f"segment [{q.start}]-[{q.end}] differs from [{p.start}]-[{p.end}] of "
                 f"{plain_path}:{p.line}", punct_path, q.line)
-        if plain_words(p.text, plain_path, p.line) != plain_words(q.text, punct_path, q.line):
+        if plain_words(p.text, plain_path, p.line, nonspeech) != \
+                plain_words(q.text, punct_path, q.line, nonspeech):
             raise PunctInputError(
                 f"words differ from {plain_path}:{p.line} (only punctuation and case may)",
                 punct_path, q.line)
@@ -83,9 +86,12 @@ def audio_duration(path: Path) -> float:
     return info.frames / info.samplerate
 
 
-def recording_utterances(rec: Recording, punct_files: Mapping[str, Path]) -> list[Utterance]:
-    """The speech segments of one recording as utterances."""
-    segments = parse_transcript(rec.transcript)
+def recording_utterances(rec: Recording, punct_files: Mapping[str, Path],
+                         nonspeech: NonSpeechMap | str = NONSPEECH_MAP) -> list[Utterance]:
+    """The speech segments of one recording as utterances (``nonspeech``: the map of the
+    transcription markers, default the shipped ``babel`` map)."""
+    nonspeech = load_nonspeech_map(nonspeech)
+    segments = parse_transcript(rec.transcript, nonspeech)
     source = rec.transcript
     if punct_files:
         if rec.reco_id not in punct_files:
@@ -93,7 +99,7 @@ def recording_utterances(rec: Recording, punct_files: Mapping[str, Path]) -> lis
                 f"no punctuated transcript {rec.reco_id}.txt in the punctuation folder",
                 rec.transcript)
         source = punct_files[rec.reco_id]
-        segments = punctuated_segments(segments, rec.transcript, source)
+        segments = punctuated_segments(segments, rec.transcript, source, nonspeech)
     duration = audio_duration(rec.audio)
     out = []
     for seg in segments:
@@ -104,7 +110,7 @@ def recording_utterances(rec: Recording, punct_files: Mapping[str, Path]) -> lis
         if not seg.is_speech:
             continue
         utt_id = f"{rec.reco_id}_{round(seg.start * 1000):08d}"
-        rows = rows_from_text(utt_id, seg.text, source, seg.line, NONSPEECH_MAP)
+        rows = rows_from_text(utt_id, seg.text, source, seg.line, nonspeech)
         out.append(Utterance(utt_id, rec.reco_id, seg.start, seg.end, tuple(rows), seg.text))
     return out
 
