@@ -258,3 +258,20 @@ def test_markers_inside_speech_segments(tmp_path: Path) -> None:
     assert read_kv(data / "train" / "text")["hu00_00001700"] == "Második mondat: (()) kérdés?"
     assert read_kv(data / "train" / "text.orig")["hu00_00001700"] == \
         "Második <hes> mondat: (()) ~ kérdés? <breath>"
+
+
+def test_prepare_takes_another_nonspeech_map(tmp_path: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    corpus, punct = make_corpus(tmp_path, n=3)
+    for root in (corpus, punct):
+        f = root / "training" / "transcription" / "hu01.txt"
+        f.write_text(f.read_text(encoding="utf-8").replace("<breath>", "<sigh>"),
+                     encoding="utf-8")
+    args = ["--corpus-dir", str(corpus), "--punct-dir", str(punct),
+            "--data-dir", str(tmp_path / "data")]
+    assert prepare_babel_hu.main(args) == 1  # the babel map does not name <sigh>
+    assert "hu01.txt:6: unknown transcription marker '<sigh>'" in capsys.readouterr().err
+    own = write(tmp_path / "own.yaml",
+                "name: own\nnonspeech: ['<no-speech>', '<breath>', '<sigh>']\n")
+    assert prepare_babel_hu.main([*args, "--nonspeech", str(own)]) == 0
+    assert (tmp_path / "data" / "test" / "words.tsv").is_file()
