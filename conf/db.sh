@@ -45,3 +45,9 @@ MUSTC1_PATH=${MUSTC1_PATH:-${MUSTC:+$MUSTC/data}}
 # UniPunc's test files (test-audio.jsonl, test-mixed.jsonl; their audio is MuST-C's).
 UNIPUNC_JSONL=${UNIPUNC_JSONL:-$punct_db_root/../shared/data/mustc_unipunc}
 export MTEDX MTEDX_LANG MTEDX_URL MTEDX_SHA256 MUSTC MUSTC1_PATH UNIPUNC_JSONL
+# Hungarian BABEL recipe (egs/babel_hu/punct1), licence-gated (ELRA): your copy in the BABEL
+# layout (<subset>/audio/*.sph|wav, <subset>/transcription/*.txt). Empty = not available
+# (stage 0 exits 2 with instructions). BABEL_HU_PUNCT: optional punctuated transcripts.
+BABEL_HU=${BABEL_HU:-}
+BABEL_HU_PUNCT=${BABEL_HU_PUNCT:-}
+export BABEL_HU BABEL_HU_PUNCT

@@ -406,6 +406,24 @@ LABEL_SETS: dict[str, LabelSet] = {
         },
         exclusive=True,
     ),
+    # Moró & Szaszák 2017 section 3.2 as written: ? ! ; : -> PERIOD; a closing quote and a
+    # dash -> COMMA; an opening quote is removed (the ellipsis, unnamed there, -> PERIOD).
+    "moro2_paper": _label_set(
+        "moro2_paper",
+        ("COMMA", "PERIOD"),
+        {
+            "COMMA": "COMMA",
+            "DASH": "COMMA",
+            "QUOTE": "COMMA",
+            "PERIOD": "PERIOD",
+            "QUESTION": "PERIOD",
+            "EXCLAMATION": "PERIOD",
+            "SEMICOLON": "PERIOD",
+            "COLON": "PERIOD",
+            "ELLIPSIS": "PERIOD",
+        },
+        exclusive=True,
+    ),
     # Nagy et al. 2021 (Hungarian, section 3.1): ! ; -> PERIOD, : and quotation marks ->
     # COMMA, a spaced dash -> COMMA; other marks (ellipsis, dashes glued to a word) are
     # dropped. Deviation: an opening quote attaches to the following word here, so it
@@ -429,7 +447,7 @@ LABEL_SETS: dict[str, LabelSet] = {
 
 
 def get_label_set(name: str) -> LabelSet:
-    """The label set called ``name`` (full13, iwslt4, moro2, nagy4)."""
+    """The label set called ``name`` (full13, iwslt4, moro2, moro2_paper, nagy4)."""
     if name not in LABEL_SETS:
         raise KeyError(f"unknown label set {name!r} (known: {', '.join(LABEL_SETS)})")
     return LABEL_SETS[name]
