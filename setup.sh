@@ -59,7 +59,15 @@ if $with_espnet; then
   printf '%s\n' "torch==2.13.0" "setuptools>=77.0.3,<81" > "$constraints"
   "$venv/bin/python" -m pip install --quiet -c "$constraints" -e ".[espnet]"
   "$venv/bin/python" -m pip install --quiet --no-deps "espnet==202511"
-  "$venv/bin/python" -c 'from punct.align.espnet_env import import_espnet2; import_espnet2(); print("setup.sh: espnet2 imports")'
+  # ci-sdr (imported by espnet2.bin.asr_inference) declares a git URL in an extra, which
+  # pip >= 25 refuses from an index; pip 24.0, run from its wheel, installs it (no deps).
+  pipdir=$(mktemp -d)
+  trap 'rm -f "$constraints"; rm -rf "$pipdir"' EXIT
+  "$venv/bin/python" -m pip download --quiet --no-deps "pip==24.0" -d "$pipdir"
+  "$venv/bin/python" "$pipdir/pip-24.0-py3-none-any.whl/pip" install --quiet --no-deps "ci-sdr==0.0.2"
+  "$venv/bin/python" -W ignore -c 'from punct.align.espnet_env import espnet_available as ok
+assert ok(), "espnet2 ASR inference or CTC segmentation does not import"' >/dev/null
+  echo "setup.sh: espnet2 ASR inference and CTC segmentation import"
   echo "$want" > "$espnet_stamp"
 fi
 echo "setup.sh: done in $(( $(date +%s) - start )) s"

@@ -146,8 +146,8 @@ def test_align_command_writes_ctm_with_espnet_ctc(espnet_model: Path, wav: Path,
     (data / "utt2spk").write_text("talk talk\n")
     (data / "spk2utt").write_text("talk talk\n")
     (data / "words.tsv").write_text(
-        "utt_id\tidx\tword\tpunct\tcap\tstart\tend\tpause_after\n"
-        + "".join(f"talk\t{i}\t{w}\t{p}\t{c}\t\t\t\n" for i, (w, p, c) in enumerate(zip(
+        "utt_id\tidx\tword\tform\tpunct\tcap\tstart\tend\tpause_after\n"
+        + "".join(f"talk\t{i}\t{w}\t{w}\t{p}\t{c}\t\t\t\n" for i, (w, p, c) in enumerate(zip(
             WORDS, ["O", "COMMA", "O", "O", "QUESTION"],
             ["FIRST_CAP", "O", "O", "O", "O"], strict=True))))
     out = tmp_path / "ali"

@@ -24,7 +24,7 @@ def build_tiny_espnet(out: Path, seed: int = 0, blank_bias: float = 0.0) -> Path
     asr = import_espnet2("espnet2.tasks.asr")
     out.mkdir(parents=True, exist_ok=True)
     args = asr.ASRTask.get_parser().parse_args([
-        "--token_type", "char", "--token_list", *[], "--output_dir", str(out),
+        "--token_type", "char", "--output_dir", str(out),
         "--frontend", "default", "--normalize", "utterance_mvn",
         "--encoder", "transformer",
     ])
