@@ -256,3 +256,17 @@ def test_restore_asr_model_missing_model_exits_2(tiny_exp: Path, wav: Path, tmp_
     assert restore_cli.main(["--exp-dir", str(tiny_exp), "--asr-model",
                              str(tmp_path / "none"), str(wav), "--quiet"]) == 2
     assert "ESPnet model not found" in capsys.readouterr().err
+
+
+def test_restore_asr_model_without_extra_names_setup(tiny_exp: Path, wav: Path,
+                                                     tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    model = tmp_path / "asr"
+    model.mkdir()
+    (model / "config.yaml").write_text("decoder: null\n")
+    (model / "model.pth").write_bytes(b"")
+    monkeypatch.setitem(sys.modules, "espnet2.bin.asr_inference", None)  # as if not installed
+    assert restore_cli.main(["--exp-dir", str(tiny_exp), "--asr-model", str(model), str(wav),
+                             "--quiet"]) == 2
+    assert "./setup.sh --with-espnet" in capsys.readouterr().err
