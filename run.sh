@@ -44,8 +44,8 @@ ngpu=0                      # GPUs per training job (0 = CPU); N > 1 = N data-pa
 train_set=train             # training set (data/<set>)
 dev_set=dev                 # validation set: model selection and early stopping
 test_sets="test"            # test sets to decode and score
-aligner=dtw                 # stage 2: dtw | vad | pocketsphinx | ctc | auto | reference | ctm | textgrid
-ctc_model=""                # --aligner ctc: wav2vec2/MMS CTC model (Hugging Face id or local dir)
+aligner=dtw                 # stage 2: dtw | vad | pocketsphinx | ctc | espnet_ctc | auto | reference | ctm | textgrid
+ctc_model=""                # --aligner ctc: wav2vec2/MMS CTC model (HF id or dir); espnet_ctc: ESPnet model dir
 nonspeech=default           # map of non-speech tokens (<breath>, [noise]): punct/conf/nonspeech/<name>.yaml or a path (docs/NONSPEECH.md)
 score_alignment=true        # boundary error vs downloads/<corpus>/ref timings, where they exist
 feature_streams=auto          # stage 3 features of sets with audio (auto: what the systems read)

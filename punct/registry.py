@@ -27,6 +27,7 @@ TABLE: dict[str, dict[str, str]] = {
         "ctc": "punct.align.ctc_aligner:CtcAligner",
         "ctm": "punct.align.ctm:CtmAligner",
         "dtw": "punct.align.dtw_aligner:DtwAligner",
+        "espnet_ctc": "punct.align.espnet_ctc_aligner:EspnetCtcAligner",
         "pocketsphinx": "punct.align.pocketsphinx_aligner:PocketsphinxAligner",
         "reference": "punct.align.ctm:ReferenceAligner",
         "textgrid": "punct.align.textgrid:TextGridAligner",

@@ -17,7 +17,8 @@ audio that were not aligned get empty timings) and, with a reference, writes
 ``<out>/eval.json`` (boundary error and pause P/R/F1 per language and overall). Without
 ``--job`` and ``--merge`` it does both in one process. Aligners: vad (offline, any
 language), dtw (offline, eSpeak NG languages), pocketsphinx (offline, English), ctc
-(``--ctc-model``: a wav2vec2/MMS CTC model by Hugging Face id or local dir), auto (per
+(``--ctc-model``: a wav2vec2/MMS CTC model by Hugging Face id or local dir), espnet_ctc
+(``--ctc-model``: an ESPnet ASR model dir; the optional extra), auto (per
 language from ``--align-table``, default conf/align.yaml), reference
 (``--reference-dir`` or ``--source``: <utt>.ctm files), ctm (``--source`` one CTM
 file), textgrid (``--source`` a directory of <reco>.TextGrid). Audio aligners fail with
@@ -82,8 +83,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="CTM file (ctm), TextGrid dir (textgrid) or CTM dir (reference)")
     p.add_argument("--tier", default="words", help="TextGrid tier holding the words")
     p.add_argument("--ctc-model", default=None,
-                   help="ctc aligner: wav2vec2/MMS CTC model (Hugging Face id or local dir)")
-    p.add_argument("--ctc-device", default="cpu", help="ctc aligner: torch device")
+                   help="ctc aligner: wav2vec2/MMS CTC model (Hugging Face id or local dir); "
+                        "espnet_ctc aligner: ESPnet ASR model (dir with config.yaml and a .pth)")
+    p.add_argument("--ctc-device", default="cpu", help="ctc, espnet_ctc aligners: torch device")
     p.add_argument("--align-table", default=None,
                    help="auto aligner: YAML table language -> aligner (default conf/align.yaml)")
     p.add_argument("--reference-dir", default=None,

@@ -1,7 +1,8 @@
 """Restore punctuation and casing with a trained system.
 
   punct-restore --exp-dir exp/X|--model EXPORTED_DIR [INPUT ...] [-o OUT]
-      [--input-format text|ctm|textgrid|jsonl|srt|vtt]
+      [--input-format text|ctm|textgrid|jsonl|srt|vtt|kaldi|trn|ctc-segments]
+      [--asr-model ESPNET_MODEL_DIR]  (INPUTs are then audio files)
       [--output-format text|kaldi|jsonl|table|srt|vtt]
   (or python -m punct.bin.restore)
 
@@ -11,6 +12,9 @@ input (a pipe) runs in bounded memory; a document longer than ``--block-words`` 
 ``--context-words`` is restored block by block. Text input: one document per line.
 CTM/TextGrid/JSONL-with-times/SRT/WebVTT give the model the pauses between words; from
 them srt/vtt output writes subtitles with cues broken at the restored sentence ends.
+ESPnet decode outputs are read as kaldi (``text``), trn (``hyp.trn``) and ctc-segments
+(``asr_align`` segments); ``--asr-model`` runs an ESPnet ASR model on audio files first
+(the optional extra: ``./setup.sh --with-espnet``).
 Symbols outside the label set pass through unchanged (counted on stderr); so do
 non-speech tokens such as ``<breath>`` or ``[noise]`` (``--nonspeech``, docs/NONSPEECH.md),
 which the model does not see. See docs/RESTORE.md for formats and examples.
@@ -43,8 +47,17 @@ def build_parser(prog: str = "punct-restore") -> argparse.ArgumentParser:
                         "(punct-export --onnx [--quantize])")
     parser.add_argument("-o", "--output", default="-", help="output file ('-' = stdout)")
     parser.add_argument("--input-format",
-                        choices=("text", "ctm", "textgrid", "jsonl", "srt", "vtt"),
-                        default="text")
+                        choices=("text", "ctm", "textgrid", "jsonl", "srt", "vtt", "kaldi",
+                                 "trn", "ctc-segments"),
+                        default="text",
+                        help="kaldi, trn, ctc-segments: ESPnet decode outputs (text, hyp.trn, "
+                        "asr_align segments)")
+    parser.add_argument("--asr-model", default=None, metavar="DIR",
+                        help="INPUTs are audio files: transcribe them with this ESPnet ASR "
+                        "model (dir with config.yaml and a .pth) and time the words by its "
+                        "CTC; needs ./setup.sh --with-espnet")
+    parser.add_argument("--asr-beam-size", type=int, default=10,
+                        help="--asr-model: beam size (default 10)")
     parser.add_argument("--output-format",
                         choices=("text", "kaldi", "jsonl", "table", "srt", "vtt"), default=None,
                         help="default: the input format for text/srt/vtt, kaldi otherwise; "
@@ -106,8 +119,17 @@ def _open_out(name: str) -> Iterator[TextIO]:
 
 def documents(args: argparse.Namespace) -> Iterator:
     """The ``Document`` stream of all inputs, read lazily."""
-    from punct.infer import inputs
+    from punct.infer import espnet_inputs, inputs
 
+    if args.asr_model:
+        from punct.infer.asr import SpeechInput
+
+        speech = SpeechInput(args.asr_model, getattr(args, "asr_device", "cpu"),
+                             args.asr_beam_size)
+        for doc in speech.documents(args.inputs):
+            doc.lang = doc.lang or args.lang
+            yield doc
+        return
     if args.input_format == "textgrid":
         if "-" in args.inputs:
             raise PunctInputError("TextGrid input must be files or directories, not stdin")
@@ -119,7 +141,9 @@ def documents(args: argparse.Namespace) -> Iterator:
     from punct.infer import subtitles
 
     reader = {"text": inputs.read_text, "ctm": inputs.read_ctm, "jsonl": inputs.read_jsonl,
-              "srt": subtitles.read_srt, "vtt": subtitles.read_vtt}[args.input_format]
+              "srt": subtitles.read_srt, "vtt": subtitles.read_vtt,
+              "kaldi": espnet_inputs.read_kaldi_text, "trn": espnet_inputs.read_trn,
+              "ctc-segments": espnet_inputs.read_ctc_segments}[args.input_format]
     for name in args.inputs:
         with _open_in(name) as stream:
             for doc in reader(stream, name):
@@ -140,8 +164,9 @@ def run(args: argparse.Namespace) -> dict:
         threshold=args.threshold, batch_words=args.batch_words, block_words=args.block_words,
         context_words=args.context_words, nonspeech=args.nonspeech)
     restorer, st, device = api.engine, api.settings, api.device
+    args.asr_device = str(device)
     fmt = args.output_format or (args.input_format if args.input_format in ("text", "srt", "vtt")
-                                 else "kaldi")
+                                 and not args.asr_model else "kaldi")
     cues = {"max_chars": args.max_cue_chars, "max_seconds": args.max_cue_seconds,
             "line_chars": args.line_chars}
     start = time.perf_counter()
@@ -154,7 +179,10 @@ def run(args: argparse.Namespace) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.asr_model and args.input_format != "text":
+        parser.error("--asr-model reads audio files: --input-format does not apply")
     try:
         set_num_threads(args.num_threads)
         info = run(args)
