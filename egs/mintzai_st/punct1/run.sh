@@ -53,6 +53,8 @@ for lang in $langs; do
     es|eu|es_eu) ;;
     *) echo "run.sh: unknown set-up $lang in --langs (known: es eu es_eu)" >&2; exit 1 ;;
   esac
+done
+for lang in $langs; do
   echo "$(date '+%Y-%m-%d %H:%M:%S') mintzai_st: set-up $lang"
   # shellcheck disable=SC2086
   "$here/../../../run.sh" --corpus mintzai_st --stage-tag "$lang" \
