@@ -51,12 +51,13 @@ score_alignment=true        # boundary error vs downloads/<corpus>/ref timings, 
 feature_streams=auto          # stage 3 features of sets with audio (auto: what the systems read)
 mixed_share=0.5             # share of test utterances without audio in <set>_mixed (UniPunc)
 token_type=none             # stage 3 token stage: none | unigram | bpe (sentencepiece model)
-nbpe=4000                   # its vocabulary size: data/token_list/<token_type><nbpe>/sp.model
+nbpe=4000                   # its vocabulary size: data/token_list/[<tag>/]<token_type><nbpe>/sp.model
 baseline_systems="brnn_text brnn_pause"           # stage 4 configs (conf/model/<name>.yaml)
 transformer_systems="autopunct_text autopunct_dg" # stage 5 configs
 report_layouts="autopunct"  # stage 6 table layouts: autopunct courtland nagy moro unipunc
 published=autopunct_2021    # published figures of the autopunct layout ('none': leave out)
 model_conf_dir=conf/model   # where <system>.yaml are looked up (recipe dir, then repo root)
+stage_tag=""                # set-up name when several share a recipe dir (markers .stages/<tag>/)
 help_message="Usage: run.sh [options]  (stages: 0 data, 1 prepare, 2 align, 3 dump,
 4 baselines, 5 transformers, 6 decode+score+report)"
 
@@ -70,11 +71,16 @@ help_message="Usage: run.sh [options]  (stages: 0 data, 1 prepare, 2 align, 3 du
 
 log() { echo "$(date '+%Y-%m-%d %H:%M:%S') ($(basename "$0"):${BASH_LINENO[0]}) $*"; }
 mkdir -p .stages exp log
+# marker N: the done marker of stage N; stages 2-6 of a tagged set-up have their own.
+marker() {
+  if [ -n "$stage_tag" ] && [ "$1" -ge 2 ]; then echo ".stages/$stage_tag/$1.done"
+  else echo ".stages/$1.done"; fi
+}
 # stage_begin N NAME: true when stage N is in range and not done (or forced).
 stage_begin() {
   [ "$stage" -le "$1" ] && [ "$stop_stage" -ge "$1" ] || return 1
-  if [ -f ".stages/$1.done" ] && ! $force; then
-    log "Stage $1 ($2): already done (.stages/$1.done; --force true to rerun)"
+  if [ -f "$(marker "$1")" ] && ! $force; then
+    log "Stage $1 ($2): already done ($(marker "$1"); --force true to rerun)"
     return 1
   fi
   log "Stage $1: $2"
@@ -82,7 +88,8 @@ stage_begin() {
 }
 stage_end() {
   local secs=$(( $(date +%s) - stage_start ))
-  printf '{"stage": %d, "name": "%s", "seconds": %d}\n' "$1" "$2" "$secs" > ".stages/$1.done"
+  mkdir -p "$(dirname "$(marker "$1")")"
+  printf '{"stage": %d, "name": "%s", "seconds": %d}\n' "$1" "$2" "$secs" > "$(marker "$1")"
   log "Stage $1 ($2) done in ${secs} s"
 }
 conf_for() {
@@ -171,7 +178,7 @@ if stage_begin 3 "dump: acoustic features ($feature_streams), label statistics, 
     oov_opts=()
     for set in $dev_set $test_sets; do oov_opts+=(--oov-dir "data/$set"); done
     python -m punct.bin.train_tokenizer --train-dir "data/$train_set" \
-      --out-dir "data/token_list/$token_type$nbpe" --vocab-size "$nbpe" \
+      --out-dir "data/token_list/${stage_tag:+$stage_tag/}$token_type$nbpe" --vocab-size "$nbpe" \
       --model-type "$token_type" "${oov_opts[@]}"
     # A from-scratch BERT over those pieces (featurizer.encoder: data/token_list/<name>/bert).
     [ "$token_type" != unigram ] || python -m punct.bin.scratch_encoder \
@@ -253,8 +260,9 @@ if stage_begin 6 "decode, score and report"; then
         --out "results/moro_fig1_pr_$set.png"
     done
   fi
-  python -m punct.bin.stage_times --stages-dir .stages --out exp/stage_times.json
-  extra=(--extra-json "run_time=exp/stage_times.json")
+  python -m punct.bin.stage_times --stages-dir "$(dirname "$(marker 6)")" \
+    --out "exp/stage_times${stage_tag:+_$stage_tag}.json"
+  extra=(--extra-json "run_time=exp/stage_times${stage_tag:+_$stage_tag}.json")
   for set in $test_sets; do
     f=data/$set/align/$aligner/eval.json
     [ -f "$f" ] && extra+=(--extra-json "aligner_${aligner}_$set=$f")

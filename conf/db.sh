@@ -51,3 +51,15 @@ export MTEDX MTEDX_LANG MTEDX_URL MTEDX_SHA256 MUSTC MUSTC1_PATH UNIPUNC_JSONL
 BABEL_HU=${BABEL_HU:-}
 BABEL_HU_PUNCT=${BABEL_HU_PUNCT:-}
 export BABEL_HU BABEL_HU_PUNCT
+# mintzai-ST (egs/mintzai_st/punct1; Basque Parliament, CC BY-NC-ND 4.0, about 25 GB).
+# MINTZAI_ST: a local copy, either the extracted folder (holding v1.0/, or MintzAI-ST/v1.0/)
+# or the tarball itself; empty or absent = stage 0 downloads MINTZAI_ST_URL.
+MINTZAI_ST=${MINTZAI_ST:-}
+MINTZAI_ST_URL=${MINTZAI_ST_URL:-https://datasets.vicomtech.org/v2-mintzai-st/mintzai-st-corpus_v1.0.tar.gz}
+# The tarball's sha256: no verified value was published; empty = not pinned (stage 0 then
+# records the sha256 it finds in downloads/mintzai_st/SHA256SUMS and checks later runs
+# against it). Pin it here once you trust a copy.
+MINTZAI_ST_SHA256=${MINTZAI_ST_SHA256:-}
+# Free space kept beyond the tarball while downloading, for its extraction (GB).
+MINTZAI_ST_EXTRACT_GB=${MINTZAI_ST_EXTRACT_GB:-30}
+export MINTZAI_ST MINTZAI_ST_URL MINTZAI_ST_SHA256 MINTZAI_ST_EXTRACT_GB

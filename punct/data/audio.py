@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import soundfile
 
+from punct.data.audio_decode import audio_duration, decode_audio, needs_decoder
 from punct.errors import MissingDataError, PunctInputError
 from punct.kaldi import c_sorted, read_segments, read_utt2lang, read_wav_scp
 from punct.wordtable import read_word_table
@@ -71,6 +72,9 @@ class AlignRequest:
             else:
                 if not Path(src).is_file():
                     raise self.error(f"audio file not found: {src}", missing=True)
+                if needs_decoder(src):  # m4a/mp4/aac: PyAV or ffmpeg (audio_decode.py)
+                    samples, rate = self._decode(src)
+                    return self._cut(samples, rate), rate
                 return self._read_segment(src)
         except PunctInputError:
             raise
@@ -78,6 +82,14 @@ class AlignRequest:
             raise self.error(f"unreadable audio {src!r}: {err}") from err
         samples = data.mean(axis=1) if data.shape[1] > 1 else data[:, 0]
         return self._cut(samples, rate), rate
+
+    def _decode(self, src: str) -> tuple[np.ndarray, int]:
+        """A compressed file through the decoder, its errors naming this wav.scp line."""
+        try:
+            return decode_audio(src)
+        except PunctInputError as err:
+            raise self.error(f"{src}: {err.message}",
+                             missing=isinstance(err, MissingDataError)) from err
 
     def _read_segment(self, src: str) -> tuple[np.ndarray, int]:
         """Read only the segment's samples of a file (talk-level recordings, e.g. mTEDx
@@ -113,6 +125,12 @@ class AlignRequest:
         if src and not src.endswith("|"):
             if not Path(src).is_file():
                 raise self.error(f"audio file not found: {src}", missing=True)
+            if needs_decoder(src):
+                try:
+                    return audio_duration(src) - (self.seg_start or 0.0)
+                except PunctInputError as err:
+                    raise self.error(f"{src}: {err.message}",
+                                     missing=isinstance(err, MissingDataError)) from err
             try:
                 info = soundfile.info(src)
             except Exception as err:
