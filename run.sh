@@ -90,5 +90,5 @@ done
 # shellcheck source=path.sh
 . "$root/path.sh"
 python -m punct.bin.results_all --egs-dir "$root/egs" --status-dir "$status_dir" \
-  --out "$root/RESULTS_ALL.md"
+  --out "$root/RESULTS_ALL.md" --command "./run.sh --corpus all${args[*]+ ${args[*]}}"
 exit "$first_failure"

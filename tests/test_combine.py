@@ -104,15 +104,18 @@ def test_combined_report(tmp_path: Path) -> None:
                 RecipeStatus("gamma", "missing", None, "gamma: set GAMMA to your copy")]
     text = combine_results(egs, tmp_path / "RESULTS_ALL.md", statuses,
                            generated=dt.datetime(2026, 11, 24, 7, 0, tzinfo=dt.UTC),
-                           commit="c0ffee (clean)")
+                           commit="c0ffee (clean)", command="./run.sh --corpus all --nj 1")
     assert "Generated 2026-11-24 07:00:00 UTC, git commit c0ffee (clean)." in text
+    assert "Recipes run by `./run.sh --corpus all --nj 1`." in text
     link = "[RESULTS.md](egs/{0}/punct1/RESULTS.md), generated 2026-11-24 06:10:08 UTC at abc123"
     assert f"| alpha | present | exit 0 | {link.format('alpha')} (clean) |" in text
     assert f"| beta | present | **failed (exit 3)** | {link.format('beta')} (clean) |" in text
     assert "| gamma | **missing** | not run | none |" in text
     assert "## Recipes not run\n\n### gamma\n\n```\ngamma: set GAMMA to your copy\n```" in text
     # Only the recipe that ran through has its tables in the report, links rewritten.
-    assert "## alpha" in text and "## beta" not in text
+    assert "## alpha\n\nFrom [egs/alpha/punct1/RESULTS.md](egs/alpha/punct1/RESULTS.md), " \
+        "generated 2026-11-24 06:10:08 UTC." in text
+    assert "## beta" not in text
     assert "#### Table 4: micro-F1 (%) on alpha" in text and "on beta" not in text
     assert "![f1](egs/alpha/punct1/results/f1.png)" in text
     assert "[csv](egs/alpha/punct1/results/table4.csv)" in text
@@ -128,7 +131,7 @@ def test_command_without_status_merges_every_results_md(tmp_path: Path,
     assert "#### Table 4: micro-F1 (%) on alpha" in text and "on beta" in text
     assert "![f1](../egs/beta/punct1/results/f1.png)" in text
     assert "| gamma | not checked | not run | none |" in text
-    assert "Recipes not run" not in text
+    assert "Recipes not run" not in text and "Recipes run by" not in text
     assert "3 recipes, report in" in capsys.readouterr().out
 
 

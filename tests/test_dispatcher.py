@@ -86,6 +86,7 @@ def test_corpus_all_runs_present_recipes_and_combines(tmp_path: Path) -> None:
     assert "| nocheck | no data check | not run | none |" in report
     assert "### gone\n\n```\ngone: set GONE in conf/db.sh to your copy\n```" in report
     assert "## ok" in report and "#### Table 1 of ok" in report and "| x | 42.0 |" in report
+    assert "Recipes run by `./run.sh --corpus all --stop-stage 6 --nj 1`." in report
 
 
 def test_one_corpus_goes_to_its_recipe(tmp_path: Path) -> None:

@@ -23,6 +23,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--egs-dir", default="egs", help="the folder of the recipes (egs/)")
     p.add_argument("--status-dir", help="what ./run.sh --corpus all did to each recipe")
     p.add_argument("--out", default="RESULTS_ALL.md", help="the combined report to write")
+    p.add_argument("--command", help="the command line that ran the recipes (for the report)")
     return p
 
 
@@ -35,7 +36,7 @@ def run(args: argparse.Namespace) -> tuple[Path, list[RecipeStatus]]:
     statuses = [read_status(Path(args.status_dir), n) if args.status_dir else RecipeStatus(n)
                 for n in names]
     out = Path(args.out)
-    text = combine_results(egs, out, statuses)
+    text = combine_results(egs, out, statuses, command=args.command)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.name + ".tmp")
     tmp.write_text(text, encoding="utf-8")
