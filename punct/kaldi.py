@@ -4,11 +4,17 @@ from __future__ import annotations
 
 import itertools
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from punct.errors import MissingDataError, PunctInputError
-from punct.wordtable import read_text_lines, read_word_table, render_rows
+from punct.wordtable import (
+    WordRow,
+    read_text_lines,
+    read_word_table,
+    render_rows,
+    write_word_table,
+)
 
 REQUIRED_FILES = ("text", "utt2spk", "spk2utt", "words.tsv")
 
@@ -100,6 +106,18 @@ def spk2utt_from_utt2spk(utt2spk: Mapping[str, str]) -> dict[str, str]:
     for utt in c_sorted(utt2spk):
         groups.setdefault(utt2spk[utt], []).append(utt)
     return {spk: " ".join(utts) for spk, utts in groups.items()}
+
+
+def write_word_dir(data_dir: str | Path, words: Mapping[str, Sequence[WordRow]],
+                   utt2spk: Mapping[str, str], utt2lang: Mapping[str, str]) -> None:
+    """The text side of a data dir from its word rows: ``text`` (the rows rendered),
+    ``utt2spk``, ``spk2utt``, ``utt2lang`` and ``words.tsv``."""
+    data_dir = Path(data_dir)
+    write_kv(data_dir / "text", {u: render_rows(rows) for u, rows in words.items()})
+    write_kv(data_dir / "utt2spk", utt2spk)
+    write_kv(data_dir / "spk2utt", spk2utt_from_utt2spk(utt2spk))
+    write_kv(data_dir / "utt2lang", utt2lang)
+    write_word_table(data_dir / "words.tsv", words)
 
 
 def _check_sorted(path: Path) -> None:

@@ -13,13 +13,7 @@ from helpers.tinybert import build_tiny_bert
 
 from punct.errors import PunctInputError
 from punct.labels import CAP_LABELS, get_label_set
-from punct.models.autopunct import (
-    AutopunctFeaturizer,
-    AutopunctModel,
-    configure_encoder_training,
-    make_featurizer,
-    make_model,
-)
+from punct.models.autopunct import AutopunctModel, make_featurizer, make_model
 from punct.models.base import Registry, WordSeq
 from punct.models.encoders import load_encoder
 from punct.models.silence import (
@@ -29,6 +23,8 @@ from punct.models.silence import (
     make_silence,
     pause_buckets,
 )
+from punct.models.subword.encoder import configure_encoder_training
+from punct.models.subword.featurizer import SubwordFeaturizer
 
 ROOT = Path(__file__).resolve().parents[1]
 LABELS = get_label_set("full13").labels
@@ -203,13 +199,13 @@ def test_featurizer_save_load_round_trip(tiny_dir: Path, tmp_path: Path) -> None
         for key in wa:
             assert np.array_equal(wa[key], wb[key], equal_nan=True)
     with pytest.raises(PunctInputError):
-        AutopunctFeaturizer.load(tmp_path / "feat", cfg | {"label_set": "iwslt4"})
+        SubwordFeaturizer.load(tmp_path / "feat", cfg | {"label_set": "iwslt4"})
 
 
 # ------------------------------------------------------------------------- model
 
 
-def batch_for(feat: AutopunctFeaturizer, seqs: list[WordSeq], window: int = 16) -> dict:
+def batch_for(feat: SubwordFeaturizer, seqs: list[WordSeq], window: int = 16) -> dict:
     return feat.collate(feat.windows(seqs, window, window // 2))
 
 
@@ -383,7 +379,7 @@ def test_decode_elsewhere_without_pretrained_encoder(tiny_dir: Path, tmp_path: P
     feat.save(tmp_path / "feat")
     state = model.state_dict()
     shutil.rmtree(enc_dir)
-    back = AutopunctFeaturizer.load(tmp_path / "feat", cfg)
+    back = SubwordFeaturizer.load(tmp_path / "feat", cfg)
     rebuilt = make_model(cfg, back)
     rebuilt.load_state_dict(state)
     rebuilt.eval()
@@ -483,7 +479,7 @@ def test_frozen_encoder_cache_gives_identical_states(tiny_dir: Path) -> None:
     plain = model.encode(long_first)
     model.train()
     first = model.encode(long_first)  # fills the cache
-    assert len(model._encoder_cache) == 2
+    assert len(model.state_cache.states) == 2
     again = model.encode(long_first)  # served from the cache
     real = long_first["attention_mask"].bool()  # padding states are never used
     torch.testing.assert_close(first[real], plain[real])
@@ -492,4 +488,4 @@ def test_frozen_encoder_cache_gives_identical_states(tiny_dir: Path) -> None:
     alone = batch_for(feat, [seq("no".split(), 9)], 24)
     n = int(alone["attention_mask"].sum())
     torch.testing.assert_close(model.encode(alone)[0, :n], plain[1, :n])
-    assert len(model._encoder_cache) == 2
+    assert len(model.state_cache.states) == 2

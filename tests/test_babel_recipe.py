@@ -32,7 +32,8 @@ def recipe(tmp_path_factory: pytest.TempPathFactory) -> Path:
     env = dict(os.environ, PUNCT_RECIPE_DIR=str(recipe), BABEL_HU=str(corpus),
                BABEL_HU_PUNCT=str(punct), OMP_NUM_THREADS="1")
     proc = subprocess.run(
-        ["bash", str(ROOT / "run.sh"), "--corpus", "babel_hu", "--model-conf-dir", str(TINY),
+        ["bash", str(ROOT / "utils" / "stage_driver.sh"), "--corpus", "babel_hu",
+         "--model-conf-dir", str(TINY),
          "--aligner", "dtw", "--nonspeech", "babel", "--baseline-systems", " ".join(SYSTEMS),
          "--transformer-systems", "", "--report-layouts", "moro", "--nj", "1",
          "--num-threads", "1"],

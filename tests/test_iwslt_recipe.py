@@ -18,6 +18,7 @@ import pytest
 from punct.bin import report, score
 
 ROOT = Path(__file__).resolve().parents[1]
+DRIVER = ROOT / "utils" / "stage_driver.sh"  # what egs/<corpus>/punct1/run.sh call
 SHARED = ROOT.parent / "shared" / "data" / "iwslt2012"
 TINY = ROOT / "egs" / "iwslt2012" / "punct1" / "conf" / "model" / "tiny"
 
@@ -33,7 +34,7 @@ def recipe(tmp_path_factory: pytest.TempPathFactory) -> Path:
     env = dict(os.environ, PUNCT_RECIPE_DIR=str(recipe), IWSLT2012=str(SHARED),
                iwslt_prepare_opts="--max-train-words 8000 --max-dev-words 2000")
     proc = subprocess.run(
-        ["bash", str(ROOT / "run.sh"), "--corpus", "iwslt2012", "--model-conf-dir", str(TINY),
+        ["bash", str(DRIVER), "--corpus", "iwslt2012", "--model-conf-dir", str(TINY),
          "--aligner", "none", "--test-sets", "test2011 test2011_full",
          "--baseline-systems", "brnn_text", "--transformer-systems", "", "--num-threads", "1",
          "--report-layouts", "courtland nagy"],

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+DRIVER = ROOT / "utils" / "stage_driver.sh"  # what egs/<corpus>/punct1/run.sh call
 SYSTEMS = {
     "brnn_text": "brnn", "brnn_pause": "brnn",
     "autopunct_text": "autopunct", "autopunct_dg": "autopunct",
@@ -28,7 +29,7 @@ pytestmark = pytest.mark.slow
 def run_recipe(recipe: Path, *args: str) -> subprocess.CompletedProcess:
     env = dict(os.environ, PUNCT_RECIPE_DIR=str(recipe))
     return subprocess.run(
-        ["bash", str(ROOT / "run.sh"), "--corpus", "mini", "--model-conf-dir", "conf/model/tiny",
+        ["bash", str(DRIVER), "--corpus", "mini", "--model-conf-dir", "conf/model/tiny",
          "--baseline-systems", "brnn_text brnn_pause prosodic_pp",
          "--transformer-systems", "autopunct_text autopunct_dg unipunc",
          "--report-layouts", "autopunct moro unipunc", *args],

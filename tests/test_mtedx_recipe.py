@@ -86,7 +86,8 @@ def recipe(server: tuple[str, Path, Path], tmp_path_factory: pytest.TempPathFact
                MUSTC1_PATH=str(corpus / "es-es" / "data"), UNIPUNC_JSONL=str(jsonl),
                OMP_NUM_THREADS="1")
     proc = subprocess.run(
-        ["bash", str(ROOT / "run.sh"), "--corpus", "mtedx", "--model-conf-dir", str(TINY),
+        ["bash", str(ROOT / "utils" / "stage_driver.sh"), "--corpus", "mtedx",
+         "--model-conf-dir", str(TINY),
          "--test-sets", "test unipunc_mixed", "--baseline-systems", "",
          "--transformer-systems", "unipunc", "--report-layouts", "unipunc",
          "--num-threads", "1", "--nj", "1"],

@@ -13,9 +13,9 @@ from torch import nn
 
 from punct.config import load_config, resolve_config
 from punct.infer.decode import load_experiment, predict_words
-from punct.models.autopunct import AutopunctFeaturizer
 from punct.models.base import Registry
 from punct.models.nagy import NagyModel, make_featurizer, make_model
+from punct.models.subword.featurizer import SubwordFeaturizer
 from punct.train.optim import build_optimizer
 from punct.train.trainer import train_experiment
 from punct.wordtable import WordRow, write_word_table
@@ -59,7 +59,7 @@ def test_registered_and_slot_on_last_piece(tiny_dir: Path, tmp_path: Path) -> No
     feat.save(tmp_path / "feat")
     back = Registry.get("nagy").load_featurizer(tmp_path / "feat", config(tiny_dir))
     assert back.label_position == "last"
-    first = AutopunctFeaturizer(config(tiny_dir))  # autopunct's default is unchanged
+    first = SubwordFeaturizer(config(tiny_dir))  # autopunct's default is unchanged
     (win0,) = first.windows([seq(words)], window=16, stride=16)
     assert np.flatnonzero(win0["word_ids"] >= 0).tolist() == [1, 2, 7, 8]
 

@@ -26,6 +26,7 @@ from punct.launch.logformat import log_exit_code
 from punct.wordtable import rows_from_text, write_word_table
 
 REPO = Path(__file__).resolve().parents[1]
+DRIVER = REPO / "utils" / "stage_driver.sh"  # what egs/<corpus>/punct1/run.sh call
 LAUNCH = REPO / "utils" / "launch.sh"
 TINY_BRNN = REPO / "conf" / "model" / "tiny" / "brnn_text.yaml"
 RESOURCES_RE = re.compile(r"^# Resources: .*slurm_job=(\d+)(?:_(\d+))? node=\S+$")
@@ -251,7 +252,7 @@ def test_mini_recipe_parallel_stages_through_slurm(
     write_cmd_sh(tmp_path, slurm_conf)
     env = dict(env_for(cluster), PUNCT_RECIPE_DIR=str(tmp_path))
     proc = subprocess.Popen(
-        ["bash", str(REPO / "run.sh"), "--corpus", "mini", "--model-conf-dir", "conf/model/tiny",
+        ["bash", str(DRIVER), "--corpus", "mini", "--model-conf-dir", "conf/model/tiny",
          "--stop-stage", "2", "--aligner", "reference"], cwd=tmp_path, env=env,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:

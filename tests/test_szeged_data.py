@@ -118,6 +118,27 @@ def test_groups_and_rows(tmp_path: Path) -> None:
     assert read_columns(cols, 0)[0].forms == ("Az", "ÖIAG")
 
 
+def test_column_readers_split_name_and_locate_sentences(tmp_path: Path) -> None:
+    cols = tmp_path / "ner.txt"
+    # a comment before a sentence; "#" inside one is a token; no blank line at the end
+    cols.write_text("# doc 1\nAz\tO\n#\tO\n\n\nIgen\tO\n.\tO", encoding="utf-8")
+    sents = read_columns(cols, 0)
+    assert [(s.sent_id, s.forms, s.line) for s in sents] == [
+        ("ner-1", ("Az", "#"), 2), ("ner-2", ("Igen", "."), 6)]
+    assert all(s.space_after is None and s.path == str(cols) for s in sents)
+    cols.write_text("x\t1\ny\n", encoding="utf-8")
+    with pytest.raises(PunctInputError, match=r"ner\.txt:2: expected at least 2 columns"):
+        read_columns(cols, 1)
+    plus = tmp_path / "n.conllup"
+    plus.write_text("# global.columns = ID FORM\n1\tEz\n# a comment inside\n2\tjó\n\n",
+                    encoding="utf-8")
+    (sent,) = read_conllup(plus)
+    assert sent.forms == ("Ez", "jó") and sent.line == 2
+    plus.write_text("# global.columns = ID FORM\n1\n", encoding="utf-8")
+    with pytest.raises(PunctInputError, match=r"n\.conllup:2: expected at least 2 columns"):
+        read_conllup(plus)
+
+
 def _fixture(tmp_path: Path) -> tuple[Path, Path]:
     ud = tmp_path / "ud"
     ud.mkdir()

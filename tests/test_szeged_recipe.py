@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+DRIVER = ROOT / "utils" / "stage_driver.sh"  # what egs/<corpus>/punct1/run.sh call
 TINY = ROOT / "egs" / "szeged" / "punct1" / "conf" / "model" / "tiny"
 
 pytestmark = pytest.mark.slow
@@ -67,7 +68,7 @@ def recipe(tmp_path_factory: pytest.TempPathFactory) -> Path:
     env = dict(os.environ, PUNCT_RECIPE_DIR=str(recipe), SZEGED_UD=str(ud),
                NERKOR=str(nerkor), SZEGED_NER=str(base / "none"), SZEGED_TREEBANK="")
     proc = subprocess.run(
-        ["bash", str(ROOT / "run.sh"), "--corpus", "szeged", "--model-conf-dir", str(TINY),
+        ["bash", str(DRIVER), "--corpus", "szeged", "--model-conf-dir", str(TINY),
          "--aligner", "none", "--test-sets", "test", "--token-type", "unigram",
          "--nbpe", "60", "--baseline-systems", "brnn_text brnn_sp",
          "--transformer-systems", "", "--num-threads", "1", "--report-layouts", "nagy"],

@@ -13,6 +13,8 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=conf/db.sh
 . "$here/../../conf/db.sh"
+# shellcheck source=local/szeged/sources.sh
+. "$here/sources.sh"
 [ $# -eq 1 ] || { echo "Usage: $0 <out-dir>" >&2; exit 1; }
 out=$1/szeged
 mkdir -p "$out"
@@ -45,14 +47,7 @@ fi
 if [ -d "$NERKOR/train" ] && [ -d "$NERKOR/devel" ]; then
   link "$NERKOR" nerkor
 else
-  cat >&2 <<MSG
-download.sh: the NerKor news subset was not found at $NERKOR (NERKOR, conf/db.sh).
-  Get it (CC BY-SA 4.0) and point NERKOR at a folder with train/ and devel/:
-    git clone https://github.com/nytud/NYTK-NerKor && cd NYTK-NerKor
-    git checkout 7c9c5b5f1f3ec7f94e724e0b92f3afa8eb262d00
-    mkdir -p ../nerkor_news && cp -r data/train/news ../nerkor_news/train \\
-      && cp -r data/devel/news ../nerkor_news/devel
-MSG
+  nerkor_howto download.sh >&2
   exit 2
 fi
 

@@ -25,11 +25,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from punct.bin.prepare_common import positive, run_preparation
 from punct.data.iwslt import (
     IwsltWord,
     ParsedFile,
@@ -39,9 +39,9 @@ from punct.data.iwslt import (
     parse_mteval,
     word_rows,
 )
-from punct.errors import MissingDataError, PunctInputError, report_error
-from punct.kaldi import spk2utt_from_utt2spk, validate_data_dir, write_kv
-from punct.wordtable import WordRow, render_rows, write_word_table
+from punct.errors import MissingDataError, PunctInputError
+from punct.kaldi import validate_data_dir, write_word_dir
+from punct.wordtable import WordRow
 
 XML_NAME = "IWSLT12.TED.MT.tst2011.en-fr.en.xml"
 SUBDIRS = ("", "che_original", "raw_xml", "LREC")
@@ -86,12 +86,8 @@ class Preparer:
         """One data dir from pseudo-documents (utt id -> (speaker, words))."""
         out = self.data_dir / name
         words: dict[str, list[WordRow]] = {u: word_rows(u, ws) for u, (_, ws) in docs.items()}
-        write_kv(out / "text", {u: render_rows(rows) for u, rows in words.items()})
-        utt2spk = {u: spk for u, (spk, _) in docs.items()}
-        write_kv(out / "utt2spk", utt2spk)
-        write_kv(out / "spk2utt", spk2utt_from_utt2spk(utt2spk))
-        write_kv(out / "utt2lang", dict.fromkeys(docs, "en"))
-        write_word_table(out / "words.tsv", words)
+        write_word_dir(out, words, {u: spk for u, (spk, _) in docs.items()},
+                       dict.fromkeys(docs, "en"))
         (out / "score_label_set").write_text(label_set + "\n", encoding="utf-8")
         all_words = [w for _, ws in docs.values() for w in ws]
         info = {**info, "doc_words": self.doc_words, "utterances": len(docs),
@@ -181,13 +177,6 @@ def prepare(args: argparse.Namespace) -> Preparer:
     return prep
 
 
-def positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text}")
-    return value
-
-
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m punct.bin.prepare_iwslt", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -209,14 +198,7 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    start = time.time()
-    try:
-        prep = prepare(args)
-    except PunctInputError as err:
-        return report_error("prepare_iwslt", err)
-    print(f"prepare_iwslt: {'; '.join(prep.summary)} -> {args.data_dir} "
-          f"({time.time() - start:.1f} s)")
-    return 0
+    return run_preparation("prepare_iwslt", lambda: prepare(args).summary, args.data_dir)
 
 
 if __name__ == "__main__":

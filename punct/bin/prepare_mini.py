@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
 from pathlib import Path
 
+from punct.bin.prepare_common import run_preparation
 from punct.data.nonspeech import add_nonspeech_option
-from punct.errors import MissingDataError, PunctInputError, report_error
-from punct.kaldi import spk2utt_from_utt2spk, validate_data_dir, write_kv
-from punct.wordtable import WordRow, render_rows, rows_from_text, write_word_table
+from punct.errors import MissingDataError, PunctInputError
+from punct.kaldi import validate_data_dir, write_kv, write_word_dir
+from punct.wordtable import WordRow, rows_from_text
 
 SPLITS = ("train", "dev", "test")
 META_KEYS = ("utt_id", "spk", "lang", "split", "text", "duration")
@@ -55,15 +55,11 @@ def write_set(data_dir: Path, metas: list[dict], nonspeech: str | None = None
     for meta in sorted(metas, key=lambda m: m["utt_id"].encode("utf-8")):
         words[meta["utt_id"]] = rows_from_text(meta["utt_id"], meta["text"], meta["meta_path"],
                                                nonspeech=nonspeech)
-    write_kv(data_dir / "text", {u: render_rows(r) for u, r in words.items()})
+    write_word_dir(data_dir, words, {m["utt_id"]: m["spk"] for m in metas},
+                   {m["utt_id"]: m["lang"] for m in metas})
     write_kv(data_dir / "wav.scp", {m["utt_id"]: m["wav"] for m in metas})
     write_kv(data_dir / "segments",
              {m["utt_id"]: f"{m['utt_id']} 0.000 {float(m['duration']):.3f}" for m in metas})
-    utt2spk = {m["utt_id"]: m["spk"] for m in metas}
-    write_kv(data_dir / "utt2spk", utt2spk)
-    write_kv(data_dir / "spk2utt", spk2utt_from_utt2spk(utt2spk))
-    write_kv(data_dir / "utt2lang", {m["utt_id"]: m["lang"] for m in metas})
-    write_word_table(data_dir / "words.tsv", words)
     return validate_data_dir(data_dir, need_audio=True)
 
 
@@ -73,20 +69,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data-dir", type=Path, required=True, help="where data/<set> go")
     add_nonspeech_option(parser)
     args = parser.parse_args(argv)
-    start = time.time()
-    try:
-        metas = load_meta(args.synth_dir)
-        summary = []
-        for split in SPLITS:
-            chosen = [m for m in metas if m["split"] == split]
-            if not chosen:
-                raise MissingDataError(f"no utterances in split {split}", args.synth_dir / "meta")
-            counts = write_set(args.data_dir / split, chosen, args.nonspeech)
-            summary.append(f"{split}: {counts['utterances']} utts, {counts['words']} words")
-    except PunctInputError as err:
-        return report_error("prepare_mini", err)
-    print(f"prepare_mini: {'; '.join(summary)} -> {args.data_dir} ({time.time() - start:.1f} s)")
-    return 0
+    return run_preparation(
+        "prepare_mini", lambda: prepare(args.synth_dir, args.data_dir, args.nonspeech),
+        args.data_dir)
+
+
+def prepare(synth_dir: Path, data_dir: Path, nonspeech: str | None = None) -> list[str]:
+    """One data dir per split; the summary item of each."""
+    metas = load_meta(synth_dir)
+    summary = []
+    for split in SPLITS:
+        chosen = [m for m in metas if m["split"] == split]
+        if not chosen:
+            raise MissingDataError(f"no utterances in split {split}", synth_dir / "meta")
+        counts = write_set(data_dir / split, chosen, nonspeech)
+        summary.append(f"{split}: {counts['utterances']} utts, {counts['words']} words")
+    return summary
 
 
 if __name__ == "__main__":

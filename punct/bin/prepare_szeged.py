@@ -25,12 +25,12 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import time
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from punct.bin.prepare_common import positive, run_preparation
 from punct.data.conll import (
     Sentence,
     iter_files,
@@ -40,9 +40,9 @@ from punct.data.conll import (
     spacing_agreement,
 )
 from punct.data.szeged import CleanStats, group_rows, group_sentences
-from punct.errors import MissingDataError, PunctInputError, report_error
-from punct.kaldi import spk2utt_from_utt2spk, validate_data_dir, write_kv
-from punct.wordtable import WordRow, render_rows, write_word_table
+from punct.errors import MissingDataError
+from punct.kaldi import validate_data_dir, write_word_dir
+from punct.wordtable import WordRow
 
 LABEL_SET = "nagy4"
 
@@ -98,12 +98,7 @@ class Writer:
                 if rows:
                     utts[utt] = rows
         out = self.data_dir / name
-        write_kv(out / "text", {u: render_rows(r) for u, r in utts.items()})
-        utt2spk = {u: u for u in utts}
-        write_kv(out / "utt2spk", utt2spk)
-        write_kv(out / "spk2utt", spk2utt_from_utt2spk(utt2spk))
-        write_kv(out / "utt2lang", dict.fromkeys(utts, "hu"))
-        write_word_table(out / "words.tsv", utts)
+        write_word_dir(out, utts, {u: u for u in utts}, dict.fromkeys(utts, "hu"))
         (out / "score_label_set").write_text(LABEL_SET + "\n", encoding="utf-8")
         marks = Counter(p for rows in utts.values() for r in rows for p in r.punct)
         info = {"sources": {p: len(s) for p, s in sources}, "doc_words": self.doc_words,
@@ -161,13 +156,6 @@ def prepare(args: argparse.Namespace) -> Writer:
     return writer
 
 
-def positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text}")
-    return value
-
-
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m punct.bin.prepare_szeged", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -185,14 +173,7 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    start = time.time()
-    try:
-        writer = prepare(args)
-    except PunctInputError as err:
-        return report_error("prepare_szeged", err)
-    print(f"prepare_szeged: {'; '.join(writer.summary)} -> {args.data_dir} "
-          f"({time.time() - start:.1f} s)")
-    return 0
+    return run_preparation("prepare_szeged", lambda: prepare(args).summary, args.data_dir)
 
 
 if __name__ == "__main__":

@@ -101,70 +101,79 @@ def read_conllu(path: str | Path) -> list[Sentence]:
     return out
 
 
+class ColumnSentences:
+    """Collects the tokens of a one-token-per-line file into sentences named
+    ``<file stem>-<n>`` (no spacing known); a blank line ends a sentence."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.sentences: list[Sentence] = []
+        self.forms: list[str] = []
+        self.start = 1
+
+    def add(self, line: str, form_col: int, lineno: int) -> None:
+        """The form in column ``form_col`` of a tab-separated token line."""
+        cols = line.split("\t")
+        if len(cols) <= form_col:
+            raise PunctInputError(f"expected at least {form_col + 1} columns, found "
+                                  f"{len(cols)}", self.path, lineno)
+        if not self.forms:
+            self.start = lineno
+        self.forms.append(cols[form_col])
+
+    def end(self) -> None:
+        """Close the current sentence, if it has tokens."""
+        if self.forms:
+            self.sentences.append(Sentence(f"{self.path.stem}-{len(self.sentences) + 1}",
+                                           tuple(self.forms), None, None, str(self.path),
+                                           self.start))
+        self.forms = []
+
+
+def numbered_lines(path: Path) -> list[tuple[int, str]]:
+    """(line number, line without its newline) of a file, then one blank line after the
+    last, so that the last sentence is closed like the others."""
+    with path.open(encoding="utf-8") as fh:
+        lines = [(n, raw.rstrip("\n")) for n, raw in enumerate(fh, start=1)]
+    return [*lines, (len(lines) + 1, "")]
+
+
 def read_conllup(path: str | Path) -> list[Sentence]:
     """Sentences of a CoNLL-U Plus file without spacing (the FORM column of the header)."""
     path = Path(path)
-    out: list[Sentence] = []
+    sentences = ColumnSentences(path)
     form_col: int | None = None
-    forms: list[str] = []
-    start = 1
-    with path.open(encoding="utf-8") as fh:
-        lines = list(enumerate(fh, start=1))
-    for lineno, raw in [*lines, (len(lines) + 1, "\n")]:
-        line = raw.rstrip("\n")
+    for lineno, line in numbered_lines(path):
         if line.startswith("# global.columns"):
             cols = line.split("=", 1)[1].split()
             if "FORM" not in cols:
                 raise PunctInputError("no FORM column in # global.columns", path, lineno)
             form_col = cols.index("FORM")
+        elif line.startswith("#"):
             continue
-        if line.startswith("#"):
-            continue
-        if not line.strip():
-            if forms:
-                out.append(Sentence(f"{path.stem}-{len(out) + 1}", tuple(forms), None, None,
-                                    str(path), start))
-            forms = []
-            continue
-        if form_col is None:
+        elif not line.strip():
+            sentences.end()
+        elif form_col is None:
             raise PunctInputError("token line before the # global.columns header", path,
                                   lineno)
-        cols = line.split("\t")
-        if len(cols) <= form_col:
-            raise PunctInputError(f"expected at least {form_col + 1} columns, found "
-                                  f"{len(cols)}", path, lineno)
-        if not forms:
-            start = lineno
-        forms.append(cols[form_col])
-    return out
+        else:
+            sentences.add(line, form_col, lineno)
+    return sentences.sentences
 
 
 def read_columns(path: str | Path, form_col: int) -> list[Sentence]:
-    """Sentences of a tab-separated one-token-per-line file (blank line = sentence end)."""
+    """Sentences of a tab-separated one-token-per-line file (blank line = sentence end;
+    ``#`` lines before a sentence are comments, inside one they are tokens)."""
     path = Path(path)
-    out: list[Sentence] = []
-    forms: list[str] = []
-    start = 1
-    with path.open(encoding="utf-8") as fh:
-        lines = list(enumerate(fh, start=1))
-    for lineno, raw in [*lines, (len(lines) + 1, "\n")]:
-        line = raw.rstrip("\n")
-        if line.startswith("#") and not forms:
+    sentences = ColumnSentences(path)
+    for lineno, line in numbered_lines(path):
+        if line.startswith("#") and not sentences.forms:
             continue
         if not line.strip():
-            if forms:
-                out.append(Sentence(f"{path.stem}-{len(out) + 1}", tuple(forms), None, None,
-                                    str(path), start))
-            forms = []
-            continue
-        cols = line.split("\t")
-        if len(cols) <= form_col:
-            raise PunctInputError(f"expected at least {form_col + 1} columns, found "
-                                  f"{len(cols)}", path, lineno)
-        if not forms:
-            start = lineno
-        forms.append(cols[form_col])
-    return out
+            sentences.end()
+        else:
+            sentences.add(line, form_col, lineno)
+    return sentences.sentences
 
 
 # Rule-based spacing (Hungarian typography).

@@ -22,6 +22,7 @@ from punct.errors import MissingDataError, PunctInputError
 from punct.infer.decode import read_thresholds
 from punct.labels import LabelSet, get_label_set
 from punct.models.base import Featurizer, PunctModel, Registry
+from punct.models.subword.encoder import LOG as ENCODER_LOG
 
 EXPORT_FORMAT = "punct-recipes"
 EXPORT_VERSION = 1
@@ -156,7 +157,7 @@ class _ConfigOnlyEncoder:
         self.featurizer = featurizer
         self.saved: Any = None
         self.filter = _QuietFallback()
-        self.logger = logging.getLogger("punct.models.autopunct")
+        self.logger = ENCODER_LOG
 
     def __enter__(self) -> None:
         config_dir = getattr(self.featurizer, "encoder_config_dir", None)

@@ -1,6 +1,6 @@
 """Courtland, Faulkner and McElvain (2020): predict every token of a window at once.
 
-- Input: ``AutopunctFeaturizer`` windows (slot on each word's LAST piece), every window
+- Input: ``SubwordFeaturizer`` windows (slot on each word's LAST piece), every window
   padded to exactly ``train.window`` positions, because the window layer below has a
   fixed input size; decoding must use the same window (``decode.window`` equal to
   ``train.window``, or unset), any other window is an error.
@@ -49,9 +49,10 @@ from torch import nn
 
 from punct.config import decode_window
 from punct.errors import PunctInputError
-from punct.models.autopunct import AutopunctFeaturizer
 from punct.models.base import Family, Featurizer, Window, WordSeq
-from punct.models.subword import ENCODER_KEYS, SubwordTagger, activation, with_label_position
+from punct.models.subword.featurizer import SubwordFeaturizer, with_label_position
+from punct.models.subword.heads import activation
+from punct.models.subword.tagger import ENCODER_KEYS, SubwordTagger
 
 HEAD_KEYS = {"hidden", "hidden_activation", "dropout", "token_residual", "window_lr"}
 
@@ -61,8 +62,8 @@ def _fixed_window(config: dict[str, Any]) -> int | None:
     return None if window is None else int(window)
 
 
-class CourtlandFeaturizer(AutopunctFeaturizer):
-    """Autopunct windows, each padded to the fixed ``train.window`` length."""
+class CourtlandFeaturizer(SubwordFeaturizer):
+    """Sub-word windows, each padded to the fixed ``train.window`` length."""
 
     def __init__(self, config: dict[str, Any], tokenizer: Any | None = None):
         super().__init__(config, tokenizer)
@@ -80,7 +81,7 @@ class CourtlandFeaturizer(AutopunctFeaturizer):
         return window
 
     def windows(self, seqs: list[WordSeq], window: int, stride: int) -> list[Window]:
-        """As ``AutopunctFeaturizer.windows``; ``window`` must be the fixed length."""
+        """As ``SubwordFeaturizer.windows``; ``window`` must be the fixed length."""
         return super().windows(seqs, self._require(window), stride)
 
     def collate(self, windows: list[Window]) -> dict[str, torch.Tensor]:
@@ -113,7 +114,7 @@ class CourtlandFeaturizer(AutopunctFeaturizer):
         return feat
 
 
-def prior_logits(featurizer: AutopunctFeaturizer, exclusive: bool = False) -> torch.Tensor:
+def prior_logits(featurizer: SubwordFeaturizer, exclusive: bool = False) -> torch.Tensor:
     """Training-set log-odds of each mark per word (zeros before ``fit``): against no mark
     for an exclusive label set (O's logit is 0), against its absence otherwise."""
     if featurizer.n_words == 0:

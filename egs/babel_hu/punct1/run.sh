@@ -10,6 +10,6 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 export PUNCT_RECIPE_DIR=$PWD
-exec ../../../run.sh --corpus babel_hu --model-conf-dir conf/model --aligner dtw --nonspeech babel \
+exec ../../../utils/stage_driver.sh --corpus babel_hu --model-conf-dir conf/model --aligner dtw --nonspeech babel \
   --baseline-systems "prosodic_pp_dense prosodic_pp_sparse prosodic_pp_nopause prosodic_pp_labelonly" \
   --transformer-systems "" --report-layouts moro "$@"

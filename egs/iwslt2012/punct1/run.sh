@@ -4,11 +4,11 @@
 # test2011 (Che's labels), test2011_full (the cased, fully punctuated reference) and,
 # when the corpus copy holds it, test2011asr (ASR output; skipped otherwise).
 # Without train2012 the systems train on dev2012 blocks (see README.md).
-# Options are those of the stage driver: ./run.sh --help
+# Options are those of the stage driver (utils/stage_driver.sh): ./run.sh --help
 set -euo pipefail
 cd "$(dirname "$0")"
 export PUNCT_RECIPE_DIR=$PWD
-exec ../../../run.sh --corpus iwslt2012 --model-conf-dir conf/model --aligner none \
+exec ../../../utils/stage_driver.sh --corpus iwslt2012 --model-conf-dir conf/model --aligner none \
   --test-sets "test2011 test2011_full test2011asr" --baseline-systems brnn_text \
   --transformer-systems "nagy courtland courtland_adamw courtland_frozen autopunct_text" \
   --report-layouts "courtland nagy" "$@"

@@ -9,7 +9,7 @@
 #   ./run.sh                                  # stages 0-6, every set-up
 #   ./run.sh --langs es_eu --transformers "autopunct_dg_b"
 #
-# Options of this script (the others go to the stage driver: ../../../run.sh --help):
+# Options of this script (the others go to the stage driver: ../../../utils/stage_driver.sh --help):
 #   --langs "es eu es_eu"      set-ups to run (in this order; stages 0-1 run once)
 #   --baselines "..."          stage-4 systems, without the _<lang> suffix
 #   --transformers "..."       stage-5 systems, without the _<lang> suffix
@@ -36,7 +36,7 @@ while [ $# -gt 0 ]; do
       name=${1%%=*}; declare "${name#--}=${1#*=}"; shift ;;
     --help|-h)
       sed -n '2,20p' "$here/run.sh" | sed 's/^# \{0,1\}//'
-      exec "$here/../../../run.sh" --help ;;
+      exec "$here/../../../utils/stage_driver.sh" --help ;;
     *) args+=("$1"); shift ;;
   esac
 done
@@ -57,7 +57,7 @@ done
 for lang in $langs; do
   echo "$(date '+%Y-%m-%d %H:%M:%S') mintzai_st: set-up $lang"
   # shellcheck disable=SC2086
-  "$here/../../../run.sh" --corpus mintzai_st --stage-tag "$lang" \
+  "$here/../../../utils/stage_driver.sh" --corpus mintzai_st --stage-tag "$lang" \
     --train-set "train_$lang" --dev-set "dev_$lang" --test-sets "test_$lang" \
     --baseline-systems "$(suffixed "$lang" $baselines)" \
     --transformer-systems "$(suffixed "$lang" $transformers)" \

@@ -11,7 +11,7 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 export PUNCT_RECIPE_DIR=$PWD
-exec ../../../run.sh --corpus mtedx --model-conf-dir conf/model --test-sets test \
+exec ../../../utils/stage_driver.sh --corpus mtedx --model-conf-dir conf/model --test-sets test \
   --mixed-share 0.79 --baseline-systems brnn_text \
   --transformer-systems "autopunct_text unipunc unipunc_audio unipunc_brnn" \
   --report-layouts unipunc "$@"

@@ -3,11 +3,11 @@
 # only: UD_Hungarian-Szeged (+ NerKor news for training and validation), Nagy's label
 # mapping onto COMMA/PERIOD/QUESTION (label set nagy4), Nagy Table 5 layout.
 # The full Szeged Treebank is licence-gated: SZEGED_TREEBANK in conf/db.sh (README.md).
-# Options are those of the stage driver: ./run.sh --help
+# Options are those of the stage driver (utils/stage_driver.sh): ./run.sh --help
 set -euo pipefail
 cd "$(dirname "$0")"
 export PUNCT_RECIPE_DIR=$PWD
-exec ../../../run.sh --corpus szeged --model-conf-dir conf/model --aligner none \
+exec ../../../utils/stage_driver.sh --corpus szeged --model-conf-dir conf/model --aligner none \
   --test-sets "test test_szeged_ner" --token-type unigram --nbpe 4000 \
   --baseline-systems "brnn_text brnn_sp" \
   --transformer-systems "" --report-layouts nagy "$@"

@@ -1,10 +1,11 @@
 """UniPunc with a pretrained lexical encoder (the paper's main system).
 
-Featurizer: AutoPunct's sub-word windows (one prediction slot per word) plus the
-window's acoustic frames (:class:`punct.models.unipunc.audio.AudioSpans`). Model: the
-pretrained encoder (``H_l``; trained, frozen or top-k as in AutoPunct) -> acoustic
-assistant -> coordinate bootstrapper -> AutoPunct's punctuation head (loss by label set,
-``punct.models.marks``) and capitalisation head. The paper has no casing head;
+Featurizer: the sub-word windows of ``punct.models.subword.featurizer`` (one prediction
+slot per word) plus the window's acoustic frames
+(:class:`punct.models.unipunc.audio.AudioSpans`). Model: the pretrained encoder (``H_l``;
+trained, frozen or top-k as in AutoPunct) -> acoustic assistant -> coordinate
+bootstrapper -> AutoPunct's punctuation head (loss by label set, ``punct.models.marks``)
+and capitalisation head (``punct.models.subword.heads``). The paper has no casing head;
 the heads are the project's so that the outputs are comparable with AutoPunct's.
 """
 
@@ -15,7 +16,9 @@ from typing import Any
 import torch
 
 from punct.errors import PunctInputError
-from punct.models.autopunct import AutopunctFeaturizer, AutopunctModel, checked_options
+from punct.models.options import checked_options
+from punct.models.subword.featurizer import SubwordFeaturizer
+from punct.models.subword.heads import PUNCT_CAP_KEYS, PunctCapModel
 from punct.models.unipunc.audio import (
     AudioFeaturizerMixin,
     AudioSpans,
@@ -29,9 +32,10 @@ from punct.models.unipunc.layers import (
 )
 
 UNIPUNC_MODEL_KEYS = {"lexical", "acoustic", "bootstrapper"}
+AUTOPUNCT_ONLY = ("silence", "custom_bert")  # accepted when empty, as before
 
 
-class UnipuncFeaturizer(AudioFeaturizerMixin, AutopunctFeaturizer):
+class UnipuncFeaturizer(AudioFeaturizerMixin, SubwordFeaturizer):
     """AutoPunct's sub-word windows, each with the frames of its span (or none)."""
 
     def __init__(self, config: dict[str, Any], tokenizer: Any | None = None):
@@ -52,25 +56,24 @@ def model_options(config: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any
     return acoustic, boot, mcfg
 
 
-class UnipuncModel(AutopunctModel):
+class UnipuncModel(PunctCapModel):
     """Pretrained encoder + acoustic assistant + coordinate bootstrapper + heads."""
 
     def __init__(self, config: dict[str, Any], featurizer: UnipuncFeaturizer):
         acoustic, boot, rest = model_options(config)
-        for key in ("silence", "custom_bert"):
-            if rest.get(key):
+        for key in AUTOPUNCT_ONLY:
+            if rest.pop(key, None):
                 raise PunctInputError(f"model.{key} is an AutoPunct option; unipunc takes its "
                                       "acoustic information from the acoustic assistant")
-        super().__init__(dict(config, model=rest), featurizer)
-        hidden = int(self.encoder.config.hidden_size)
+        super().__init__(dict(config, model=rest), featurizer, PUNCT_CAP_KEYS)
+        self.add_heads(config, featurizer)
         spans = featurizer._spans()
-        self.assistant = AcousticAssistant(spans.dim, hidden, **acoustic)
-        self.bootstrapper = CoordinateBootstrapper(hidden, **boot)
+        self.assistant = AcousticAssistant(spans.dim, self.hidden_size, **acoustic)
+        self.bootstrapper = CoordinateBootstrapper(self.hidden_size, **boot)
 
-    def forward(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-        """Logits ``punct`` (B, T, P) and ``cap`` (B, T, 3), and the cap head's input."""
-        emb = self.encode(batch)
+    def contextualise(self, emb: torch.Tensor, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        """The bootstrapper's fusion of the encoder output with the acoustic assistant's
+        keys (the window's frames)."""
         keys = self.assistant(batch["audio"].to(emb.dtype), batch["audio_mask"],
                               batch["has_audio"], batch["audio_times"])
-        x = self.bootstrapper(emb, batch["attention_mask"] > 0, keys, batch["token_times"])
-        return self.heads(x, emb, batch)
+        return self.bootstrapper(emb, batch["attention_mask"] > 0, keys, batch["token_times"])

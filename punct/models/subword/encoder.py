@@ -1,0 +1,184 @@
+"""The pretrained encoder inside a model: building it, which layers train, cached states.
+
+``EncoderModel`` is the base of every family built on a pretrained BERT-like encoder:
+
+- ``build_encoder``: the pretrained weights, or, when they cannot be loaded but the
+  featurizer saved the encoder's ``config.json`` (decoding a trained checkpoint on
+  another machine), the architecture with random weights that the checkpoint replaces;
+- ``model.encoder_train_layers`` (-1 all, 0 frozen, k top layers) and
+  ``model.freeze_encoder_epochs`` (the encoder is frozen during the first n epochs and
+  then trained, via ``on_epoch_start``; only families that list the key accept it);
+- ``model.encoder_lr``: the encoder's learning rate (default: the optimizer's);
+- a frozen encoder stays in eval mode, and its states are computed once per training
+  window and reused in later epochs (``EncoderStateCache``, dropped when the encoder
+  starts training): frozen-encoder epochs are several times faster on CPU and no result
+  changes.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from punct.errors import MissingDataError, PunctInputError
+from punct.models.base import PunctModel
+from punct.models.encoders import encoder_from_config, load_encoder
+from punct.models.options import checked_options, label_set_size
+from punct.models.subword.featurizer import SubwordFeaturizer
+
+LOG = logging.getLogger(__name__)
+CACHE_FLOATS = 500_000_000  # 2 GB of float32 states at most
+LAYER_PATHS = ("encoder.layer", "transformer.layer", "layers", "encoder.layers")
+
+
+def build_encoder(name: str | None, config_dir: Path | None) -> nn.Module:
+    """The pretrained encoder ``name``; if it cannot be loaded but ``config_dir`` holds its
+    saved config (decoding a trained checkpoint elsewhere), the architecture with random
+    weights."""
+    try:
+        return load_encoder(name)
+    except MissingDataError:
+        if config_dir is None:
+            raise
+        LOG.warning(
+            "pretrained encoder %r unavailable: built from %s with random weights; "
+            "they must come from a trained checkpoint",
+            name,
+            config_dir,
+        )
+        return encoder_from_config(config_dir)
+
+
+def layer_list(encoder: nn.Module) -> nn.ModuleList | None:
+    """The encoder's stack of Transformer layers (BERT/RoBERTa/XLM-R, DistilBERT, ...)."""
+    for path in LAYER_PATHS:
+        module: Any = encoder
+        for part in path.split("."):
+            module = getattr(module, part, None)
+            if module is None:
+                break
+        if isinstance(module, nn.ModuleList):
+            return module
+    return None
+
+
+def configure_encoder_training(encoder: nn.Module, train_layers: int) -> None:
+    """-1: train everything; 0: freeze everything; k > 0: train only the top k layers.
+
+    The pooler (unused) is always frozen so DDP sees no parameters without gradients.
+    """
+    encoder.requires_grad_(train_layers != 0)
+    if train_layers > 0:
+        layers = layer_list(encoder)
+        if layers is None:
+            raise PunctInputError(
+                f"cannot find the layer stack of {type(encoder).__name__} to train its top "
+                f"{train_layers} layers; use encoder_train_layers -1 or 0"
+            )
+        encoder.requires_grad_(False)
+        for layer in list(layers)[-train_layers:]:
+            layer.requires_grad_(True)
+    pooler = getattr(encoder, "pooler", None)
+    if isinstance(pooler, nn.Module):
+        pooler.requires_grad_(False)
+
+
+class EncoderStateCache:
+    """Encoder states of training windows by their piece ids (valid while frozen)."""
+
+    def __init__(self, max_floats: int = CACHE_FLOATS):
+        self.max_floats = max_floats
+        self.states: dict[bytes, torch.Tensor] = {}
+        self.floats = 0
+
+    def clear(self) -> None:
+        self.states.clear()
+        self.floats = 0
+
+    def __call__(self, encoder: nn.Module, ids: torch.Tensor, mask: torch.Tensor
+                 ) -> torch.Tensor:
+        """States (B, T, H) of a batch, zeros at padding; only unseen windows are encoded."""
+        lengths = mask.sum(dim=1).tolist()
+        keys = [ids[b, :n].cpu().numpy().tobytes() for b, n in enumerate(lengths)]
+        rows: dict[int, torch.Tensor] = {b: self.states[k] for b, k in enumerate(keys)
+                                         if k in self.states}
+        missing = [b for b in range(len(keys)) if b not in rows]
+        if missing:
+            with torch.no_grad():
+                out = encoder(input_ids=ids[missing], attention_mask=mask[missing])
+            for j, b in enumerate(missing):
+                rows[b] = out.last_hidden_state[j, : lengths[b]].detach()
+                if self.floats < self.max_floats:
+                    self.states[keys[b]] = rows[b]
+                    self.floats += rows[b].numel()
+        hidden = rows[0].new_zeros(ids.shape[0], ids.shape[1], rows[0].shape[-1])
+        for b, row in rows.items():
+            hidden[b, : row.shape[0]] = row
+        return hidden
+
+
+class EncoderModel(PunctModel):
+    """A model around the featurizer's pretrained encoder (see the module docstring).
+
+    ``mcfg`` holds the checked ``model`` section (keys ``model_keys``) for the subclass.
+    """
+
+    def __init__(self, config: dict[str, Any], featurizer: SubwordFeaturizer,
+                 model_keys: set[str]):
+        super().__init__()
+        self.mcfg = checked_options(config.get("model"), model_keys, "model")
+        _, self.n_labels = label_set_size(config)
+        if self.n_labels != featurizer.n_labels:
+            raise PunctInputError(
+                f"label set has {self.n_labels} labels, featurizer {featurizer.n_labels}"
+            )
+        self.encoder = build_encoder(featurizer.encoder_name, featurizer.encoder_config_dir)
+        self.hidden_size = int(self.encoder.config.hidden_size)
+        self.train_layers = int(self.mcfg.get("encoder_train_layers", -1))
+        self.freeze_epochs = int(self.mcfg.get("freeze_encoder_epochs", 0))
+        if self.freeze_epochs < 0:
+            raise PunctInputError("model.freeze_encoder_epochs must be >= 0")
+        lr = self.mcfg.get("encoder_lr")
+        self.encoder_lr = None if lr is None else float(lr)
+        self.encoder_frozen = False
+        self.state_cache = EncoderStateCache()
+        self.set_encoder_frozen(self.freeze_epochs > 0)
+
+    # -- encoder schedule
+    def set_encoder_frozen(self, frozen: bool) -> None:
+        """Freeze the whole encoder, or apply ``encoder_train_layers``."""
+        self.encoder_frozen = frozen
+        self.state_cache.clear()
+        configure_encoder_training(self.encoder, 0 if frozen else self.train_layers)
+        self.train(self.training)
+
+    def on_epoch_start(self, epoch: int) -> None:
+        """Epochs 1..freeze_encoder_epochs train the head only, later epochs the encoder too."""
+        frozen = epoch <= self.freeze_epochs
+        if frozen != self.encoder_frozen:
+            self.set_encoder_frozen(frozen)
+
+    @property
+    def encoder_trains(self) -> bool:
+        return not self.encoder_frozen and self.train_layers != 0
+
+    def train(self, mode: bool = True) -> EncoderModel:
+        """A frozen encoder stays in eval mode (no dropout noise on fixed features)."""
+        super().train(mode)
+        if not self.encoder_trains:
+            self.encoder.eval()
+        return self
+
+    def encode(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        """Encoder states (B, T, H); without gradients (and cached while training) when
+        the encoder is frozen."""
+        if self.training and not self.encoder_trains:
+            return self.state_cache(self.encoder, batch["input_ids"], batch["attention_mask"])
+        with torch.set_grad_enabled(torch.is_grad_enabled() and self.encoder_trains):
+            return self.encoder(
+                input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]
+            ).last_hidden_state

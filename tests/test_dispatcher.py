@@ -1,0 +1,148 @@
+"""The top-level ./run.sh (set-up, then a recipe; --corpus all), the stage driver's entry
+checks and the recipes' data checks (local/<corpus>/check_data.sh)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared" / "data"
+
+FAKE_RECIPE = """#!/usr/bin/env bash
+# a recipe that records its arguments and writes a RESULTS.md (or fails with $1's code)
+set -euo pipefail
+cd "$(dirname "$0")"
+echo "$*" > args
+[ "{fail}" = 0 ] || exit {fail}
+cat > RESULTS.md <<'MD'
+# Results: {name}
+
+| generated | 2026-11-24 06:00:00 UTC |
+| git commit | feed (clean) |
+
+## Tables
+
+### Table 1 of {name}
+
+| System | F1 |
+|---|---|
+| x | 42.0 |
+MD
+"""
+
+
+def fake_root(tmp_path: Path) -> Path:
+    """A checkout with the real run.sh and path.sh, a set-up that only leaves a mark, and
+    recipes: ok (data present), gone (data missing), broken (present, the recipe fails),
+    nocheck (no local/nocheck/check_data.sh)."""
+    root = tmp_path / "repo"
+    root.mkdir()
+    shutil.copy(ROOT / "run.sh", root / "run.sh")
+    shutil.copy(ROOT / "path.sh", root / "path.sh")
+    (root / ".venv").symlink_to((ROOT / ".venv").resolve())
+    (root / "punct").symlink_to(ROOT / "punct")
+    (root / "setup.sh").write_text("#!/usr/bin/env bash\ntouch \"$(dirname \"$0\")/setup.ran\"\n")
+    checks = {"ok": "echo ok: using /data/ok", "broken": "true",
+              "gone": "echo 'gone: set GONE in conf/db.sh to your copy'; exit 2"}
+    for name, fail in (("ok", 0), ("gone", 0), ("broken", 3), ("nocheck", 0)):
+        recipe = root / "egs" / name / "punct1" / "run.sh"
+        recipe.parent.mkdir(parents=True)
+        recipe.write_text(FAKE_RECIPE.replace("{fail}", str(fail)).replace("{name}", name))
+        if name in checks:
+            check = root / "local" / name / "check_data.sh"
+            check.parent.mkdir(parents=True)
+            check.write_text(f"#!/usr/bin/env bash\n[ \"$1\" = downloads ] || exit 9\n"
+                             f"{checks[name]}\n")
+    for script in root.rglob("*.sh"):
+        script.chmod(0o755)
+    return root
+
+
+def run(root: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["bash", str(root / "run.sh"), *args], capture_output=True,
+                          text=True, timeout=300, env=dict(os.environ, **env))
+
+
+def test_corpus_all_runs_present_recipes_and_combines(tmp_path: Path) -> None:
+    root = fake_root(tmp_path)
+    proc = run(root, "--corpus", "all", "--stop-stage", "6", "--nj", "1")
+    assert proc.returncode == 3, proc.stdout + proc.stderr  # the first failed recipe's exit
+    assert (root / "setup.ran").exists()
+    egs = root / "egs"
+    assert (egs / "ok" / "punct1" / "args").read_text() == "--stop-stage 6 --nj 1\n"
+    assert (egs / "broken" / "punct1" / "args").exists()
+    assert not (egs / "gone" / "punct1" / "args").exists()  # data missing: not run
+    assert not (egs / "nocheck" / "punct1" / "args").exists()  # no data check: not run
+    assert "nocheck: no data check" in proc.stdout and "broken: recipe failed" in proc.stderr
+    report = (root / "RESULTS_ALL.md").read_text()
+    assert "| ok | present | exit 0 | [RESULTS.md](egs/ok/punct1/RESULTS.md)" in report
+    assert "| broken | present | **failed (exit 3)** | none |" in report
+    assert "| gone | **missing** | not run | none |" in report
+    assert "| nocheck | no data check | not run | none |" in report
+    assert "### gone\n\n```\ngone: set GONE in conf/db.sh to your copy\n```" in report
+    assert "## ok" in report and "#### Table 1 of ok" in report and "| x | 42.0 |" in report
+    assert "Recipes run by `./run.sh --corpus all --stop-stage 6 --nj 1`." in report
+
+
+def test_one_corpus_goes_to_its_recipe(tmp_path: Path) -> None:
+    root = fake_root(tmp_path)
+    proc = run(root, "--stage", "2", "--corpus=gone")  # no data check for a named recipe
+    assert proc.returncode == 0, proc.stderr
+    assert (root / "egs" / "gone" / "punct1" / "args").read_text() == "--stage 2\n"
+    assert (root / "setup.ran").exists() and not (root / "RESULTS_ALL.md").exists()
+    bad = run(root, "--corpus", "nope")
+    assert bad.returncode == 1
+    assert "no recipe egs/nope/punct1 (known: broken gone nocheck ok)" in bad.stderr
+    assert run(root, "--corpus").returncode == 1
+
+
+def test_help_lists_the_driver_options() -> None:
+    proc = run(ROOT, "--help")
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert out.startswith("Usage: ./run.sh [--corpus NAME|all]")
+    assert "--corpus all    every recipe whose data is present" in out
+    for option in ("--stage 0", "--stop-stage 6", "--baseline-systems", "--report-layouts"):
+        assert option in out
+
+
+def test_driver_needs_a_recipe_dir(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "PUNCT_RECIPE_DIR"}
+    proc = subprocess.run(["bash", str(ROOT / "utils" / "stage_driver.sh"), "--stage", "9"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1 and "PUNCT_RECIPE_DIR must name the recipe" in proc.stderr
+    assert not (tmp_path / "exp").exists()
+
+
+def test_recipes_call_the_driver() -> None:
+    for recipe in sorted(ROOT.glob("egs/*/punct1/run.sh")):
+        assert "exec ../../../utils/stage_driver.sh --corpus" in recipe.read_text(), recipe
+
+
+@pytest.mark.parametrize(("corpus", "env"), [
+    ("iwslt2012", {"IWSLT2012": "{missing}"}),
+    ("szeged", {"SZEGED_UD": "{missing}", "NERKOR": "{missing}"}),
+])
+def test_data_checks_say_what_to_obtain(tmp_path: Path, corpus: str, env: dict) -> None:
+    env = {k: v.format(missing=tmp_path / "none") for k, v in env.items()}
+    proc = subprocess.run([str(ROOT / "local" / corpus / "check_data.sh"), "downloads"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=60,
+                          env=dict(os.environ, **env))
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    for variable in env:
+        assert f"({variable}, conf/db.sh)" in proc.stdout
+
+
+@pytest.mark.skipif(not (SHARED / "iwslt2012").is_dir() or not (SHARED / "nerkor_news").is_dir(),
+                    reason="no shared corpora")
+@pytest.mark.parametrize("corpus", ["mini", "iwslt2012", "szeged"])
+def test_data_checks_find_the_shared_copies(tmp_path: Path, corpus: str) -> None:
+    proc = subprocess.run([str(ROOT / "local" / corpus / "check_data.sh"), "downloads"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.startswith(f"{corpus}: ")

@@ -1,0 +1,276 @@
+#!/usr/bin/env bash
+# The stage driver of punct recipes (stages 0-6). A recipe's run.sh (egs/<corpus>/punct1)
+# exports PUNCT_RECIPE_DIR (its own directory) and calls this script with its corpus,
+# sets and systems; the driver works inside that directory (data/ dump/ exp/ results/).
+# It never installs anything (./setup.sh does, called by the top-level ./run.sh) and
+# never names a model family (it asks python -m punct.bin.system_info).
+#
+#   egs/mini/punct1/run.sh --stage 2 --stop-stage 3   # a range of stages
+#   egs/mini/punct1/run.sh --stage 4 --force true     # rerun stages even if done
+#   egs/mini/punct1/run.sh --help                     # every option with its default
+set -euo pipefail
+
+root=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)
+readonly root
+
+if [ -z "${PUNCT_RECIPE_DIR:-}" ] || [ ! -d "$PUNCT_RECIPE_DIR" ]; then
+  echo "stage_driver.sh: PUNCT_RECIPE_DIR must name the recipe directory" \
+    "(run egs/<corpus>/punct1/run.sh, or ./run.sh --corpus <corpus>)" >&2
+  exit 1
+fi
+cd "$PUNCT_RECIPE_DIR"
+
+# ---- options (each is --name value; --help lists them with their defaults) ----
+corpus=mini                 # corpus name: local/<corpus>/ holds its download/prepare scripts
+stage=0                     # first stage to run
+stop_stage=6                # last stage to run
+force=false                 # rerun stages that are already done
+nj=2                        # parallel jobs for synthesis, alignment, decoding
+num_threads=2               # CPU threads per training/decoding job
+ngpu=0                      # GPUs per training job (0 = CPU); N > 1 = N data-parallel processes
+train_set=train             # training set (data/<set>)
+dev_set=dev                 # validation set: model selection and early stopping
+test_sets="test"            # test sets to decode and score
+aligner=dtw                 # stage 2: dtw | vad | pocketsphinx | ctc | espnet_ctc | auto | reference | ctm | textgrid
+ctc_model=""                # --aligner ctc: wav2vec2/MMS CTC model (HF id or dir); espnet_ctc: ESPnet model dir
+nonspeech=default           # map of non-speech tokens (<breath>, [noise]): punct/conf/nonspeech/<name>.yaml or a path (docs/NONSPEECH.md)
+score_alignment=true        # boundary error vs downloads/<corpus>/ref timings, where they exist
+feature_streams=auto          # stage 3 features of sets with audio (auto: what the systems read)
+mixed_share=0.5             # share of test utterances without audio in <set>_mixed (UniPunc)
+token_type=none             # stage 3 token stage: none | unigram | bpe (sentencepiece model)
+nbpe=4000                   # its vocabulary size: data/token_list/[<tag>/]<token_type><nbpe>/sp.model
+baseline_systems="brnn_text brnn_pause"           # stage 4 configs (conf/model/<name>.yaml)
+transformer_systems="autopunct_text autopunct_dg" # stage 5 configs
+report_layouts="autopunct"  # stage 6 table layouts: autopunct courtland nagy moro unipunc
+published=autopunct_2021    # published figures of the autopunct layout ('none': leave out)
+model_conf_dir=conf/model   # where <system>.yaml are looked up (recipe dir, then repo root)
+stage_tag=""                # set-up name when several share a recipe dir (markers .stages/<tag>/)
+help_message="Usage: run.sh [options]  (stages: 0 data, 1 prepare, 2 align, 3 dump,
+4 baselines, 5 transformers, 6 decode+score+report)"
+
+# shellcheck source=path.sh
+. "$root/path.sh"
+# shellcheck source=conf/cmd.sh
+. "$root/conf/cmd.sh"
+[ -f conf/cmd.sh ] && . conf/cmd.sh
+. "$root/utils/parse_options.sh"
+[ $# -eq 0 ] || { echo "stage_driver.sh: unexpected arguments: $*" >&2; exit 1; }
+
+log() { echo "$(date '+%Y-%m-%d %H:%M:%S') ($(basename "$0"):${BASH_LINENO[0]}) $*"; }
+mkdir -p .stages exp log
+# marker N: the done marker of stage N; stages 2-6 of a tagged set-up have their own.
+marker() {
+  if [ -n "$stage_tag" ] && [ "$1" -ge 2 ]; then echo ".stages/$stage_tag/$1.done"
+  else echo ".stages/$1.done"; fi
+}
+# stage_begin N NAME: true when stage N is in range and not done (or forced).
+stage_begin() {
+  [ "$stage" -le "$1" ] && [ "$stop_stage" -ge "$1" ] || return 1
+  if [ -f "$(marker "$1")" ] && ! $force; then
+    log "Stage $1 ($2): already done ($(marker "$1"); --force true to rerun)"
+    return 1
+  fi
+  log "Stage $1: $2"
+  stage_start=$(date +%s)
+}
+stage_end() {
+  local secs=$(( $(date +%s) - stage_start ))
+  mkdir -p "$(dirname "$(marker "$1")")"
+  printf '{"stage": %d, "name": "%s", "seconds": %d}\n' "$1" "$2" "$secs" > "$(marker "$1")"
+  log "Stage $1 ($2) done in ${secs} s"
+}
+conf_for() {
+  local f
+  for f in "$model_conf_dir/$1.yaml" "$root/$model_conf_dir/$1.yaml"; do
+    [ -f "$f" ] && { echo "$f"; return 0; }
+  done
+  echo "stage_driver.sh: no config $1.yaml in $model_conf_dir or $root/$model_conf_dir" >&2
+  return 1
+}
+all_sets() { echo "$train_set $dev_set $test_sets"; }
+mixed_sets() { local s; for s in $test_sets; do [ ! -d "data/${s}_mixed" ] || echo "${s}_mixed"; done; }
+# system_info QUERY SYSTEM...: what the systems' families declare (punct.bin.system_info), so
+# that this driver never names a model family.
+system_info() {
+  local query=$1 sys args=()
+  shift
+  for sys in "$@"; do args+=(--config "$(conf_for "$sys")"); done
+  python -m punct.bin.system_info --query "$query" "${args[@]}"
+}
+train_systems() {
+  local sys
+  for sys in "$@"; do
+    if [ -f "exp/$sys/.done" ] && ! $force; then log "  $sys: trained already"; continue; fi
+    # An interrupted or preempted training (exit 75) continues from its last checkpoint.
+    local resume=()
+    if [ -f "exp/$sys/last.pt" ] && ! $force; then
+      resume=(--resume); log "  $sys: resuming from exp/$sys/last.pt"
+    fi
+    # shellcheck disable=SC2154
+    $train_cmd --num-threads "$num_threads" --gpu "$ngpu" "exp/$sys/log/train.log" \
+      python -m punct.bin.train --config "$(conf_for "$sys")" \
+        --train-dir "data/$train_set" --dev-dir "data/$dev_set" --exp-dir "exp/$sys" \
+        --num-threads "$num_threads" --ngpu "$ngpu" "${resume[@]+"${resume[@]}"}"
+    touch "exp/$sys/.done"
+    log "  $sys: $(tail -n 4 "exp/$sys/train.log" | grep -m1 -i 'best' || echo trained)"
+  done
+}
+
+if stage_begin 0 "data: download or synthesise the $corpus corpus"; then
+  nj=$nj cpu_cmd=$cpu_cmd "$root/local/$corpus/download.sh" downloads
+  stage_end 0 data
+fi
+
+if stage_begin 1 "prepare: Kaldi data dirs and word tables"; then
+  nonspeech=$nonspeech "$root/local/$corpus/prepare.sh" downloads data
+  stage_end 1 prepare
+fi
+
+# A test set named in --test-sets that this copy of the corpus lacks (e.g. IWSLT's
+# test2011asr) is skipped with a message.
+if [ -d data ] && [ "$stop_stage" -ge 2 ]; then
+  kept=""
+  for set in $test_sets; do
+    if [ -d "data/$set" ]; then kept="$kept $set"; else log "test set $set: no data/$set, skipped"; fi
+  done
+  test_sets=${kept# }
+fi
+
+if stage_begin 2 "align: word timings and pauses ($aligner)"; then
+  for set in $(all_sets); do
+    [ -f "data/$set/wav.scp" ] || { log "  $set: no audio, skipped"; continue; }
+    out=data/$set/align/$aligner
+    # --reference-dir is the timing source of --aligner reference (unused by dtw/vad).
+    # shellcheck disable=SC2154
+    ctc_opt=()
+    [ -n "$ctc_model" ] && ctc_opt=(--ctc-model "$ctc_model")
+    python -m punct.bin.split_data --data-dir "data/$set" --num-jobs "$nj"
+    $cpu_cmd JOB=1:"$nj" "log/align_$set.JOB.log" \
+      python -m punct.bin.align --data-dir "data/$set" --aligner "$aligner" \
+        --reference-dir downloads/"$corpus"/ref --out-dir "$out" --job JOB --num-jobs "$nj" \
+        --nonspeech "$nonspeech" "${ctc_opt[@]+"${ctc_opt[@]}"}"
+    ref_opt=()
+    if $score_alignment && [ -d "downloads/$corpus/ref" ]; then
+      ref_opt=(--reference-dir "downloads/$corpus/ref")
+    fi
+    python -m punct.bin.align --data-dir "data/$set" --aligner "$aligner" --out-dir "$out" \
+      --merge --num-jobs "$nj" --nonspeech "$nonspeech" "${ref_opt[@]+"${ref_opt[@]}"}"
+  done
+  stage_end 2 align
+fi
+
+if stage_begin 3 "dump: acoustic features ($feature_streams), label statistics, tokens ($token_type)"; then
+  # The token stage: a sentencepiece model on the training words (featurizer.sp_model).
+  if [ "$token_type" != none ]; then
+    oov_opts=()
+    for set in $dev_set $test_sets; do oov_opts+=(--oov-dir "data/$set"); done
+    python -m punct.bin.train_tokenizer --train-dir "data/$train_set" \
+      --out-dir "data/token_list/${stage_tag:+$stage_tag/}$token_type$nbpe" --vocab-size "$nbpe" \
+      --model-type "$token_type" "${oov_opts[@]}"
+    # A from-scratch BERT over those pieces (featurizer.encoder: data/token_list/<name>/bert).
+    [ "$token_type" != unigram ] || python -m punct.bin.scratch_encoder \
+      --sp-model "data/token_list/${stage_tag:+$stage_tag/}$token_type$nbpe/sp.model" \
+      --out-dir "data/token_list/${stage_tag:+$stage_tag/}$token_type$nbpe/bert"
+  fi
+  if [ "$feature_streams" = auto ]; then
+    # shellcheck disable=SC2086
+    feature_streams=$(system_info streams $baseline_systems $transformer_systems)
+    log "  feature streams the systems read: ${feature_streams:-none}"
+  fi
+  for stream in $feature_streams; do
+    for set in $(all_sets); do
+      [ -f "data/$set/wav.scp" ] || continue
+      python -m punct.bin.split_data --data-dir "data/$set" --num-jobs "$nj"
+      $cpu_cmd JOB=1:"$nj" "log/${stream}_$set.JOB.log" \
+        python -m punct.bin.make_"$stream" --data-dir "data/$set" --job JOB --num-jobs "$nj"
+      python -m punct.bin.make_"$stream" --data-dir "data/$set" --merge --num-jobs "$nj"
+    done
+  done
+  # UniPunc's mixed test sets: the same utterances, a fixed share without audio.
+  for set in $test_sets; do
+    [ -f "data/$set/fbank.scp" ] || continue
+    [ -f "data/$set/withheld" ] && continue  # mixed already (e.g. a UniPunc JSONL set)
+    python -m punct.bin.subset_audio --src "data/$set" --dst "data/${set}_mixed" \
+      --share "$mixed_share" --seed 1
+  done
+  dump_args=()
+  for set in $(all_sets); do dump_args+=(--data-dir "data/$set"); done
+  python -m punct.bin.dump "${dump_args[@]}" --out-dir dump
+  stage_end 3 dump
+fi
+
+if stage_begin 4 "baselines: $baseline_systems"; then
+  # shellcheck disable=SC2086
+  train_systems $baseline_systems
+  stage_end 4 baselines
+fi
+
+if stage_begin 5 "transformer systems: $transformer_systems"; then
+  # shellcheck disable=SC2086
+  train_systems $transformer_systems
+  stage_end 5 transformers
+fi
+
+if stage_begin 6 "decode, score and report"; then
+  # Systems whose family needs audio for every utterance skip the <set>_mixed sets.
+  # shellcheck disable=SC2086
+  mixed_ok=" $(system_info decodes_mixed_sets $baseline_systems $transformer_systems | tr '\n' ' ') "
+  for sys in $baseline_systems $transformer_systems; do
+    sets=$test_sets
+    case $mixed_ok in
+      *" $sys "*) sets="$test_sets $(mixed_sets)" ;;
+      *) sets=$(for s in $test_sets; do [ -f "data/$s/withheld" ] || echo "$s"; done) ;;
+    esac
+    for set in $sets; do
+      out=exp/$sys/decode_$set
+      # shellcheck disable=SC2154
+      $decode_cmd --num-threads "$num_threads" "$out/decode.log" \
+        python -m punct.bin.decode --exp-dir "exp/$sys" --data-dir "data/$set" --out-dir "$out" \
+          --num-threads "$num_threads"
+      # A test set may name the label set it is scored with (e.g. the full-mark reference).
+      ls_opt=()
+      [ -f "data/$set/score_label_set" ] && ls_opt=(--label-set "$(cat "data/$set/score_label_set")")
+      python -m punct.bin.score --ref "data/$set/words.tsv" --hyp "$out/words.tsv" \
+        --utt2lang "data/$set/utt2lang" --decode-info "$out/decode.json" \
+        --system "$sys" --test-set "$set" --out "$out/scores.json" --nonspeech "$nonspeech" \
+        "${ls_opt[@]+"${ls_opt[@]}"}"
+    done
+  done
+  pp_systems=()
+  # shellcheck disable=SC2086
+  for sys in $(system_info pr_curves $baseline_systems $transformer_systems); do
+    pp_systems+=(--system "exp/$sys")
+  done
+  if [ ${#pp_systems[@]} -gt 0 ]; then
+    for set in $test_sets; do
+      python -m punct.bin.pr_curves --data-dir "data/$set" --set "$set" "${pp_systems[@]}" \
+        --out "results/moro_fig1_pr_$set.png"
+    done
+  fi
+  python -m punct.bin.stage_times --stages-dir "$(dirname "$(marker 6)")" \
+    --out "exp/stage_times${stage_tag:+_$stage_tag}.json"
+  extra=(--extra-json "run_time=exp/stage_times${stage_tag:+_$stage_tag}.json")
+  for set in $test_sets; do
+    f=data/$set/align/$aligner/eval.json
+    [ -f "$f" ] && extra+=(--extra-json "aligner_${aligner}_$set=$f")
+    # The mark at each document's end, per system (punct/score/doc_end.py).
+    hyps=()
+    for sys in $baseline_systems $transformer_systems; do
+      hyps+=(--hyp "exp/$sys/decode_$set/words.tsv")
+    done
+    if [ ${#hyps[@]} -gt 0 ]; then
+      python -m punct.bin.doc_end_accuracy --ref "data/$set/words.tsv" "${hyps[@]}" --quiet \
+        --json "exp/doc_end_$set.json"
+      extra+=(--extra-json "document_ends_$set=exp/doc_end_$set.json")
+    fi
+  done
+  # How stage 0 made the corpus' speech, where it says (mini: the speech style).
+  f=downloads/$corpus/style.json
+  [ -f "$f" ] && extra+=(--extra-json "speech_style=$f")
+  python -m punct.bin.report --scores 'exp/*/decode_*/scores.json' --out-dir results \
+    --results-md RESULTS.md --title "Results: $corpus" --layouts "${report_layouts// /,}" \
+    --published "$published" \
+    "${extra[@]}"
+  stage_end 6 report
+  log "Results: $PWD/RESULTS.md, tables and plots in $PWD/results/"
+fi
