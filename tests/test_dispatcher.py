@@ -120,13 +120,21 @@ def test_driver_needs_a_recipe_dir(tmp_path: Path) -> None:
 
 
 def test_recipes_call_the_driver() -> None:
-    for recipe in sorted(ROOT.glob("egs/*/punct1/run.sh")):
-        assert "exec ../../../utils/stage_driver.sh --corpus" in recipe.read_text(), recipe
+    recipes = sorted(ROOT.glob("egs/*/punct1/run.sh"))
+    assert len(recipes) >= 6
+    for recipe in recipes:
+        text = recipe.read_text(encoding="utf-8")
+        corpus = recipe.parents[1].name
+        assert "../../../utils/stage_driver.sh" in text and f"--corpus {corpus}" in text, recipe
+        assert (ROOT / "local" / corpus / "check_data.sh").is_file(), corpus
 
 
 @pytest.mark.parametrize(("corpus", "env"), [
     ("iwslt2012", {"IWSLT2012": "{missing}"}),
     ("szeged", {"SZEGED_UD": "{missing}", "NERKOR": "{missing}"}),
+    ("babel_hu", {"BABEL_HU": "{missing}"}),
+    ("mintzai_st", {"MINTZAI_ST": "{missing}"}),
+    ("mtedx", {"MTEDX": "{missing}"}),
 ])
 def test_data_checks_say_what_to_obtain(tmp_path: Path, corpus: str, env: dict) -> None:
     env = {k: v.format(missing=tmp_path / "none") for k, v in env.items()}

@@ -16,7 +16,7 @@ for dir in "$BABEL_HU" "$1/babel_hu/corpus"; do
   fi
 done
 cat <<MSG
-check_data.sh: the Hungarian BABEL corpus (licence-gated, ELRA) was not found: set BABEL_HU
+check_data.sh: the Hungarian BABEL corpus (licence-gated, ELRA) was not found (BABEL_HU, conf/db.sh): set BABEL_HU
   (and BABEL_HU_PUNCT for punctuated transcripts) in conf/db.sh to your copy in the BABEL
   layout; egs/babel_hu/punct1/README.md says what to obtain and how to arrange it.
 MSG

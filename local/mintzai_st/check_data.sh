@@ -17,7 +17,7 @@ for dir in "$MINTZAI_ST" "$1/mintzai_st"; do
   fi
 done
 cat <<MSG
-check_data.sh: mintzai-ST (CC BY-NC-ND 4.0, about 25 GB) was not found: set MINTZAI_ST in
+check_data.sh: mintzai-ST (CC BY-NC-ND 4.0, about 25 GB) was not found (MINTZAI_ST, conf/db.sh): set it in
   conf/db.sh to an extracted copy or the tarball, or fetch it with
   egs/mintzai_st/punct1/run.sh --stop-stage 0 (internet; URL in MINTZAI_ST_URL).
 MSG

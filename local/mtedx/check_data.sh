@@ -16,7 +16,7 @@ for dir in "$MTEDX/$pair" "$MTEDX" "$1/mtedx/$pair"; do
   fi
 done
 cat <<MSG
-check_data.sh: Multilingual TEDx ($pair, OpenSLR 100, CC BY-NC-ND 4.0) was not found at
+check_data.sh: Multilingual TEDx ($pair, OpenSLR 100, CC BY-NC-ND 4.0) was not found (MTEDX, conf/db.sh) at
   $MTEDX: set MTEDX in conf/db.sh, or fetch mtedx_$MTEDX_LANG.tgz with
   egs/mtedx/punct1/run.sh --stop-stage 0 (internet). MuST-C (MUSTC) is optional.
 MSG
