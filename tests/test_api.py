@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from helpers.rules import IWSLT, RULE_CONFIG, RuleModel, WordFeaturizer, rule_restorer
-from helpers.tiny import save_untrained, seq
+from helpers.tiny import tiny_brnn_exp
 
 from punct import Restorer, Word
 from punct.bin import restore as restore_cli
@@ -51,10 +51,7 @@ def test_corpus_parsing_still_stops_at_unknown_symbols() -> None:
 
 def test_restore_keeps_symbols_and_reports_a_count(tmp_path: Path,
                                                    capsys: pytest.CaptureFixture[str]) -> None:
-    exp = tmp_path / "exp"
-    exp.mkdir()
-    save_untrained({"family": "brnn", "label_set": "iwslt4", "featurizer": {"min_count": 1},
-                    "model": {"hidden": 8}}, exp, 0, [seq(["the", "yes", "stop"])])
+    exp = tiny_brnn_exp(tmp_path / "exp")
     src = tmp_path / "in.txt"
     src.write_text("hello 😀 world\nmail me@x.org at 3×4 o'clock\n", encoding="utf-8")
     out = tmp_path / "out.txt"

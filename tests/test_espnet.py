@@ -15,8 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import soundfile
-from helpers.tiny import save_untrained
-from helpers.tinybert import build_tiny_bert
+from helpers.tiny import tiny_autopunct_exp
 
 from punct.align.base import AlignRequest, get_aligner
 from punct.align.espnet_env import EspnetMissingError, espnet_available, import_espnet2
@@ -164,16 +163,7 @@ def test_align_command_writes_ctm_with_espnet_ctc(espnet_model: Path, wav: Path,
 @pytest.fixture(scope="module")
 def tiny_exp(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """An untrained pause-aware AutoPunct system over a tiny random BERT."""
-    root = tmp_path_factory.mktemp("restore")
-    enc = build_tiny_bert(root / "enc", words=WORDS)
-    return save_untrained({
-        "family": "autopunct", "label_set": "iwslt4",
-        "featurizer": {"encoder": str(enc)},
-        "model": {"encoder_train_layers": 0, "silence": {"kind": "continuous"},
-                  "head": {"hidden": 16}, "cap_head": {"hidden": 16}},
-        "train": {"window": 16, "stride": 8},
-        "decode": {"window": 16, "stride": 8, "batch_size": 4, "bf16": "off"},
-    }, root / "exp", seed=0)
+    return tiny_autopunct_exp(tmp_path_factory.mktemp("restore"), WORDS, bf16="off")
 
 
 def test_restore_reads_espnet_outputs(tiny_exp: Path, tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import soundfile as sf
 from helpers.rules import rule_restorer
-from helpers.tiny import save_untrained, seq
+from helpers.tiny import tiny_brnn_exp
 
 from punct.align.base import AlignRequest, get_aligner, speech_request
 from punct.bin import restore as restore_cli
@@ -205,10 +205,7 @@ def _doc_stream(text: str):
 
 def test_restore_cli_reports_nonspeech_on_stderr(tmp_path: Path,
                                                 capsys: pytest.CaptureFixture[str]) -> None:
-    exp = tmp_path / "exp"
-    exp.mkdir()
-    save_untrained({"family": "brnn", "label_set": "iwslt4", "featurizer": {"min_count": 1},
-                    "model": {"hidden": 8}}, exp, 0, [seq(["the", "yes", "stop"])])
+    exp = tiny_brnn_exp(tmp_path / "exp")
     src = tmp_path / "in.txt"
     src.write_text("the <hes> yes ~ stop [noise]\n", encoding="utf-8")
     out = tmp_path / "out.txt"

@@ -11,8 +11,7 @@ import numpy as np
 import pytest
 import yaml
 from helpers.rules import IWSLT, RuleModel, WordFeaturizer
-from helpers.tiny import save_untrained
-from helpers.tinybert import build_tiny_bert
+from helpers.tiny import tiny_autopunct_exp
 
 from punct.bin import restore as restore_cli
 from punct.data.timed import END_OF_DOCUMENT_PAUSE
@@ -228,16 +227,8 @@ def test_writers_jsonl_kaldi_table() -> None:
 @pytest.fixture(scope="module")
 def tiny_exp(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """An untrained AutoPunct system over a tiny random BERT (the plumbing is what counts)."""
-    root = tmp_path_factory.mktemp("restore")
-    enc = build_tiny_bert(root / "enc", words=("hello", "world", "what", "is", "it"))
-    return save_untrained({
-        "family": "autopunct", "label_set": "iwslt4",
-        "featurizer": {"encoder": str(enc)},
-        "model": {"encoder_train_layers": 0, "silence": {"kind": "continuous"},
-                  "head": {"hidden": 16}, "cap_head": {"hidden": 16}},
-        "train": {"window": 16, "stride": 8},
-        "decode": {"window": 16, "stride": 8, "batch_size": 4, "bf16": "auto"},
-    }, root / "exp", seed=0)
+    words = ("hello", "world", "what", "is", "it")
+    return tiny_autopunct_exp(tmp_path_factory.mktemp("restore"), words, bf16="auto")
 
 
 def test_restore_cli_text_and_formats(tiny_exp: Path, tmp_path: Path,

@@ -46,3 +46,27 @@ def save_untrained(config_raw: dict, exp: Path, seed: int,
     torch.save({"model": model.state_dict()}, exp / "best.pt")
     save_config(config, exp / "config.yaml")
     return exp
+
+
+def tiny_brnn_exp(exp: Path, words: Sequence[str] = ("the", "yes", "stop")) -> Path:
+    """An untrained iwslt4 BRNN experiment (hidden 8) whose vocabulary is ``words``."""
+    exp.mkdir(parents=True, exist_ok=True)
+    return save_untrained({"family": "brnn", "label_set": "iwslt4",
+                           "featurizer": {"min_count": 1}, "model": {"hidden": 8}},
+                          exp, 0, [seq(list(words))])
+
+
+def tiny_autopunct_exp(root: Path, words: Sequence[str], bf16: str = "off") -> Path:
+    """An untrained pause-aware iwslt4 AutoPunct experiment over a tiny random BERT whose
+    vocabulary holds ``words`` (``root/enc``, ``root/exp``)."""
+    from helpers.tinybert import build_tiny_bert
+
+    enc = build_tiny_bert(root / "enc", words=tuple(words))
+    return save_untrained({
+        "family": "autopunct", "label_set": "iwslt4",
+        "featurizer": {"encoder": str(enc)},
+        "model": {"encoder_train_layers": 0, "silence": {"kind": "continuous"},
+                  "head": {"hidden": 16}, "cap_head": {"hidden": 16}},
+        "train": {"window": 16, "stride": 8},
+        "decode": {"window": 16, "stride": 8, "batch_size": 4, "bf16": bf16},
+    }, root / "exp", seed=0)
