@@ -100,6 +100,7 @@ class Restorer:
                              batch_words, block_words, context_words)
         self.nonspeech = load_nonspeech_map(nonspeech)
         self.symbols = SymbolTally(nonspeech_map=self.nonspeech)
+        self._speech: tuple[tuple[str, int], Any] | None = None  # restore_audio's ASR
 
     @classmethod
     def from_pretrained(cls, path_or_hub_id: str | Path, *, device: str = "auto",
@@ -164,6 +165,29 @@ class Restorer:
         self._count(counter)
         rows = [row for seg in self.restore_documents([doc]) for row in seg.rows]
         return [_word(row) for row in rows]
+
+    def restore_audio(self, audio: str | Path | Sequence[str | Path], asr_model: str | Path,
+                      *, beam_size: int = 10, lang: str | None = None
+                      ) -> list[Word] | list[list[Word]]:
+        """Transcribe audio files with an ESPnet ASR model, time the words by CTC
+        segmentation with the same model, and restore them with those pauses (as
+        ``punct-restore --asr-model``). One path gives its words; a list gives a list per
+        file. Needs the ESPnet extra (``./setup.sh --with-espnet``)."""
+        from punct.infer.asr import SpeechInput  # optional and heavy: the ESPnet extra
+
+        single = isinstance(audio, str | Path)
+        paths = [audio] if single else list(audio)
+        key = (str(asr_model), int(beam_size))
+        if self._speech is None or self._speech[0] != key:
+            device = "cuda" if self.device.type == "cuda" else "cpu"
+            self._speech = (key, SpeechInput(asr_model, device, beam_size))
+        speech = self._speech[1]
+        out: list[list[Word]] = []
+        for path in paths:
+            doc = speech.document(Path(path))
+            doc.lang = doc.lang or lang
+            out.append([_word(row) for seg in self.restore_documents([doc]) for row in seg.rows])
+        return out[0] if single else out
 
     def restore_documents(self, docs: Iterable[Document]) -> Iterator[Segment]:
         """The engine: ``Document`` objects in, ``Segment`` objects (word rows) out."""

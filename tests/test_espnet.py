@@ -260,3 +260,20 @@ def test_restore_asr_model_without_extra_names_setup(tiny_exp: Path, wav: Path,
     assert restore_cli.main(["--exp-dir", str(tiny_exp), "--asr-model", str(model), str(wav),
                              "--quiet"]) == 2
     assert "./setup.sh --with-espnet" in capsys.readouterr().err
+
+
+@needs_espnet
+def test_api_restore_audio_gives_timed_words(tiny_exp: Path, tmp_path: Path, wav: Path) -> None:
+    """``Restorer.restore_audio``: the command's ASR path from Python, one file or several."""
+    from helpers.tiny_espnet import build_tiny_espnet
+
+    from punct import Restorer
+
+    model = build_tiny_espnet(tmp_path / "asr", seed=1, blank_bias=-4.0)
+    restorer = Restorer.from_pretrained(tiny_exp)
+    words = restorer.restore_audio(wav, model, beam_size=2)
+    assert words and all(w.start is not None and 0.0 <= w.start <= w.end <= 2.5 + 1e-3
+                         for w in words)
+    assert [w.start for w in words] == sorted(w.start for w in words)
+    both = restorer.restore_audio([wav, wav], model, beam_size=2)
+    assert len(both) == 2 and [w.form for w in both[0]] == [w.form for w in words]
