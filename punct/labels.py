@@ -179,6 +179,17 @@ def _opening_labels(marks: str) -> list[str]:
     return labels
 
 
+def split_word_edges(raw: str) -> tuple[str, str, str]:
+    """``(lead, core, trail)`` of a token: the characters that are not word characters
+    (``is_word_char``) off both edges."""
+    i, j = 0, len(raw)
+    while i < j and not is_word_char(raw[i]):
+        i += 1
+    while j > i and not is_word_char(raw[j - 1]):
+        j -= 1
+    return raw[:i], raw[i:j], raw[j:]
+
+
 def strip_edge_marks(raw: str) -> tuple[str, str, str]:
     """``(leading marks, core, trailing marks)`` of a token: known marks off both edges."""
     i, j = 0, len(raw)
@@ -224,15 +235,8 @@ def parse_text(text: str, path: str | None = None, line: int | None = None,
         for raw, verbatim in _pieces(whole, ns_map):
             if verbatim:
                 lead, core, trail = strip_edge_marks(raw)
-                i, j = len(lead), len(raw) - len(trail)
             else:
-                i = 0
-                while i < len(raw) and not is_word_char(raw[i]):
-                    i += 1
-                j = len(raw)
-                while j > i and not is_word_char(raw[j - 1]):
-                    j -= 1
-                lead, core, trail = raw[:i], raw[i:j], raw[j:]
+                lead, core, trail = split_word_edges(raw)
                 if not any(is_letter_or_digit(ch) for ch in core):
                     lead, core, trail = raw, "", ""
             _check_marks(lead + trail, path, line, raw)
@@ -276,7 +280,8 @@ def parse_text(text: str, path: str | None = None, line: int | None = None,
             if STRAIGHT_QUOTE in trail:
                 straight_open = False
             closing = [_closing_label(m, f"in {raw!r}") for m in _split_marks(trail)]
-            tokens.append(Token(core, tuple(opening + closing), (start + i, start + j)))
+            span = (start + len(lead), start + len(raw) - len(trail))
+            tokens.append(Token(core, tuple(opening + closing), span))
     if pending_open:
         raise PunctInputError("opening mark at the end of the text has no word to attach to",
                               path, line)

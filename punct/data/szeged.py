@@ -22,7 +22,7 @@ from punct.labels import (
     MARK_CHARS,
     OPENING_CHARS,
     is_letter_or_digit,
-    is_word_char,
+    split_word_edges,
 )
 from punct.wordtable import WordRow, rows_from_text
 
@@ -36,13 +36,7 @@ class CleanStats:
 
 
 def _clean_token(tok: str, stats: CleanStats) -> str:
-    i = 0
-    while i < len(tok) and not is_word_char(tok[i]):
-        i += 1
-    j = len(tok)
-    while j > i and not is_word_char(tok[j - 1]):
-        j -= 1
-    lead, core, trail = tok[:i], tok[i:j], tok[j:]
+    lead, core, trail = split_word_edges(tok)
     if not _has_word(core):
         kept = "".join(ch for ch in tok if ch in MARK_CHARS)
         if not all(ch in OPENING_CHARS for ch in kept):
