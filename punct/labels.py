@@ -248,7 +248,7 @@ def parse_text(text: str, path: str | None = None, line: int | None = None,
                     pending_open.extend(_opening_labels(raw))
                     straight_open = raw == STRAIGHT_QUOTE or straight_open
                     continue
-                if raw[0] in DASHES and not tokens:
+                if not tokens and all(ch in DASHES or ch in OPENING_CHARS for ch in raw):
                     pending_open.extend(_opening_labels(raw))
                     continue
                 if not tokens:

@@ -152,3 +152,9 @@ def test_apply_cap_inverts_cap_label_for_regular_forms(form: str, cap: str) -> N
         expected = "O"
     assert cap_label(surface) == expected
     assert surface.lower() == word
+
+
+def test_closing_mark_after_a_leading_dash_is_an_error_not_a_crash() -> None:
+    with pytest.raises(PunctInputError, match="before the first word"):
+        normalise_text("–: word")
+    assert normalise_text("– word") == "—word"
