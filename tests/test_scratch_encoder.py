@@ -205,3 +205,20 @@ def test_pretrain_cli(encoder: Path, tmp_path: Path, capsys: pytest.CaptureFixtu
            "--out-dir", str(tmp_path / "o2")]
     assert pretrain_cli.main(bad) == 2
     assert "words.tsv" in capsys.readouterr().err
+
+
+def test_mlm_precision_is_resolved_and_recorded(encoder: Path, tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    lines = cyclic_lines(20, 5)
+    report = pretrain_mlm(encoder, lines, tmp_path / "fp32",
+                          MlmOptions(epochs=1, batch_size=8, block=16, precision="fp32"))
+    assert report["precision"] == "fp32"
+    report = pretrain_mlm(encoder, lines, tmp_path / "bf16",
+                          MlmOptions(epochs=1, batch_size=8, block=16, precision="bf16"))
+    assert report["precision"] == "bf16" and report["epochs"][0]["train_loss"] > 0
+    # auto follows the CPU: fp32 where it lacks native bf16
+    monkeypatch.setattr("punct.infer.precision.cpu_flags", lambda *a, **k: set())
+    report = pretrain_mlm(encoder, lines, tmp_path / "auto", MlmOptions(epochs=1, block=16))
+    assert report["precision"] == "fp32"
+    with pytest.raises(PunctInputError, match="precision"):
+        pretrain_mlm(encoder, lines, tmp_path / "bad", MlmOptions(precision="fp8"))

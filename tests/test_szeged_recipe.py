@@ -1,6 +1,7 @@
 """The Hungarian Szeged recipe end to end on a small fixture in the corpora's formats:
 stage 0 links the copies named by conf/db.sh variables, stage 1 prepares the sets, the
-token stage trains sentencepiece, tiny BRNNs (word and sub-word) train, and stage 6
+token stage trains sentencepiece and pre-trains its from-scratch BERT as a masked LM,
+tiny BRNNs (word and sub-word) and a tiny nagy_sp over that BERT train, and stage 6
 scores them into Nagy's Table 5 layout with sacrebleu text metrics."""
 
 from __future__ import annotations
@@ -70,8 +71,8 @@ def recipe(tmp_path_factory: pytest.TempPathFactory) -> Path:
     proc = subprocess.run(
         ["bash", str(DRIVER), "--corpus", "szeged", "--model-conf-dir", str(TINY),
          "--aligner", "none", "--test-sets", "test", "--token-type", "unigram",
-         "--nbpe", "60", "--baseline-systems", "brnn_text brnn_sp",
-         "--transformer-systems", "", "--num-threads", "1", "--report-layouts", "nagy"],
+         "--nbpe", "60", "--mlm-epochs", "2", "--baseline-systems", "brnn_text brnn_sp",
+         "--transformer-systems", "nagy_sp", "--num-threads", "1", "--report-layouts", "nagy"],
         cwd=recipe, env=env, capture_output=True, text=True, timeout=600,
     )
     if proc.returncode != 0:
@@ -94,6 +95,22 @@ def test_token_stage_and_oov_report(recipe: Path) -> None:
     oov = json.loads((tokens / "oov_test.json").read_text(encoding="utf-8"))
     assert oov["sp_word_with_unk_rate"] == 0.0
     assert 0.0 <= oov["word_oov_rate"] < 0.2  # the fixture reuses 20 word forms
+
+
+def test_token_stage_pretrains_the_scratch_encoder(recipe: Path) -> None:
+    mlm = recipe / "data" / "token_list" / "unigram60" / "bert_mlm"
+    report = json.loads((mlm / "mlm.json").read_text(encoding="utf-8"))
+    assert [row["epoch"] for row in report["epochs"]] == [1, 2]
+    assert report["epochs"][-1]["dev_loss"] < report["dev_loss_before"]
+    assert (mlm / "config.json").is_file() and (mlm / "tokenizer_config.json").is_file()
+    config = (recipe / "exp" / "nagy_sp" / "config.yaml").read_text(encoding="utf-8")
+    assert "unigram60/bert_mlm" in config
+    scores = json.loads((recipe / "exp" / "nagy_sp" / "decode_test" / "scores.json")
+                        .read_text(encoding="utf-8"))
+    assert scores["label_set"] == "nagy4"
+    assert scores["counts"]["words"] == sum(
+        len(line.split()) - 1 for line in (recipe / "data" / "test" / "text").read_text(
+            encoding="utf-8").splitlines())
 
 
 def test_systems_scored_with_nagy_labels_and_text_metrics(recipe: Path) -> None:

@@ -39,6 +39,7 @@ feature_streams=auto          # stage 3 features of sets with audio (auto: what 
 mixed_share=0.5             # share of test utterances without audio in <set>_mixed (UniPunc)
 token_type=none             # stage 3 token stage: none | unigram | bpe (sentencepiece model)
 nbpe=4000                   # its vocabulary size: data/token_list/[<tag>/]<token_type><nbpe>/sp.model
+mlm_epochs=0                # unigram: MLM pre-training epochs of its from-scratch BERT (-> bert_mlm)
 baseline_systems="brnn_text brnn_pause"           # stage 4 configs (conf/model/<name>.yaml)
 transformer_systems="autopunct_text autopunct_dg" # stage 5 configs
 report_layouts="autopunct"  # stage 6 table layouts: autopunct courtland nagy moro unipunc
@@ -168,9 +169,15 @@ if stage_begin 3 "dump: acoustic features ($feature_streams), label statistics, 
       --out-dir "data/token_list/${stage_tag:+$stage_tag/}$token_type$nbpe" --vocab-size "$nbpe" \
       --model-type "$token_type" "${oov_opts[@]}"
     # A from-scratch BERT over those pieces (featurizer.encoder: data/token_list/<name>/bert).
-    [ "$token_type" != unigram ] || python -m punct.bin.scratch_encoder \
-      --sp-model "data/token_list/${stage_tag:+$stage_tag/}$token_type$nbpe/sp.model" \
-      --out-dir "data/token_list/${stage_tag:+$stage_tag/}$token_type$nbpe/bert"
+    tokens=data/token_list/${stage_tag:+$stage_tag/}$token_type$nbpe
+    if [ "$token_type" = unigram ]; then
+      python -m punct.bin.scratch_encoder --sp-model "$tokens/sp.model" --out-dir "$tokens/bert"
+      # ... pre-trained as a masked LM on the training words (featurizer.encoder: .../bert_mlm).
+      [ "$mlm_epochs" -eq 0 ] || $train_cmd --num-threads "$num_threads" "$tokens/bert_mlm.log" \
+        python -m punct.bin.pretrain_encoder --encoder "$tokens/bert" --train-dir "data/$train_set" \
+          --dev-dir "data/$dev_set" --out-dir "$tokens/bert_mlm" --epochs "$mlm_epochs" \
+          --num-threads "$num_threads"
+    fi
   fi
   if [ "$feature_streams" = auto ]; then
     # shellcheck disable=SC2086

@@ -36,6 +36,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--lr", type=float, default=default.lr)
     p.add_argument("--max-steps", type=int, default=default.max_steps, help="0: no limit")
     p.add_argument("--seed", type=int, default=default.seed)
+    p.add_argument("--precision", default=default.precision, choices=("auto", "bf16", "fp32"),
+                   help="auto: bf16 autocast where the CPU has native bf16, else fp32")
     p.add_argument("--num-threads", type=int, default=1)
     return p
 
@@ -44,7 +46,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     torch.set_num_threads(args.num_threads)
     options = MlmOptions(epochs=args.epochs, batch_size=args.batch_size, block=args.block,
-                         lr=args.lr, seed=args.seed, max_steps=args.max_steps)
+                         lr=args.lr, seed=args.seed, max_steps=args.max_steps,
+                         precision=args.precision)
     try:
         train = table_lines(args.train_dir / "words.tsv")
         dev = table_lines(args.dev_dir / "words.tsv") if args.dev_dir else []

@@ -6,10 +6,11 @@ unpunctuated training words (what the punctuation models read): the utterances'
 pieces are concatenated and cut into blocks of ``block - 2`` pieces within
 ``[CLS] ... [SEP]``; 15 % of the pieces are chosen, of which 80 % become ``[MASK]``,
 10 % a random piece and 10 % stay (Devlin et al. 2019). Adam(W) with a linear warm-up
-over the first 10 % of the steps and a linear decay after it. The encoder (without the
-MLM head) and its tokenizer are written to ``out_dir`` with ``save_pretrained``; the
-per-epoch losses (and the dev loss, same masking with a fixed seed) go to
-``mlm.json`` there.
+over the first 10 % of the steps and a linear decay after it, on the CPU under
+``precision`` (``auto``: bf16 autocast where the CPU has native bf16, else fp32). The
+encoder (without the MLM head) and its tokenizer are written to ``out_dir`` with
+``save_pretrained``; the per-epoch losses (and the dev loss, same masking with a fixed
+seed) go to ``mlm.json`` there.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import torch
 from transformers import BertForMaskedLM
 
 from punct.errors import PunctInputError
+from punct.infer.precision import autocast_dtype, resolve_precision
 from punct.models.encoders import load_tokenizer, resolve_encoder
 
 LOG = logging.getLogger(__name__)
@@ -46,6 +48,7 @@ class MlmOptions:
     weight_decay: float = 0.01
     seed: int = 1234
     max_steps: int = 0  # 0: no limit
+    precision: str = "auto"  # auto | bf16 | fp32 (CPU autocast)
 
 
 def piece_blocks(tokenizer: Any, lines: Sequence[str], block: int) -> torch.Tensor:
@@ -112,6 +115,13 @@ def pretrain_mlm(encoder_dir: str | os.PathLike[str], train_lines: Sequence[str]
             raise PunctInputError(f"the tokenizer of {source} has no {attr}")
     if options.epochs < 1 or options.batch_size < 1 or options.lr <= 0:
         raise PunctInputError(f"bad MLM options {options}")
+    try:
+        precision = resolve_precision(options.precision, "cpu")
+    except ValueError as err:
+        raise PunctInputError(f"MLM precision: {err}") from None
+    if precision == "fp16":
+        raise PunctInputError("MLM pre-training runs on the CPU: precision bf16 or fp32")
+    dtype = autocast_dtype(precision)
     torch.manual_seed(options.seed)
     model = BertForMaskedLM.from_pretrained(source)
     n_pieces = len(tokenizer)
@@ -128,6 +138,7 @@ def pretrain_mlm(encoder_dir: str | os.PathLike[str], train_lines: Sequence[str]
         opt, lambda s: min((s + 1) / warmup, max(0.0, (total - s) / max(1, total - warmup))))
     gen = torch.Generator().manual_seed(options.seed)
     report: dict[str, Any] = {"source": source, "options": asdict(options),
+                              "precision": precision,
                               "train_blocks": len(train), "steps": 0, "epochs": []}
     if dev is not None:
         report["dev_loss_before"] = mlm_loss(model, dev, tokenizer, n_pieces,
@@ -143,8 +154,9 @@ def pretrain_mlm(encoder_dir: str | os.PathLike[str], train_lines: Sequence[str]
                 break
             ids = train[order[start:start + options.batch_size]]
             inputs, labels = mask_pieces(ids, tokenizer, n_pieces, gen)
-            out = model(input_ids=inputs, attention_mask=(ids != tokenizer.pad_token_id).long(),
-                        labels=labels)
+            with torch.autocast("cpu", dtype=dtype or torch.float32, enabled=dtype is not None):
+                out = model(input_ids=inputs,
+                            attention_mask=(ids != tokenizer.pad_token_id).long(), labels=labels)
             opt.zero_grad()
             out.loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
