@@ -255,8 +255,11 @@ if stage_begin 6 "decode, score and report"; then
     done
   fi
   python -m punct.bin.stage_times --stages-dir "$(dirname "$(marker 6)")" \
-    --out "exp/stage_times${stage_tag:+_$stage_tag}.json"
-  extra=(--extra-json "run_time=exp/stage_times${stage_tag:+_$stage_tag}.json")
+    --out "exp/stage_times${stage_tag:+_$stage_tag}.json" --exp-dir exp \
+    --systems "$baseline_systems $transformer_systems" \
+    --train-out "exp/train_times${stage_tag:+_$stage_tag}.json"
+  extra=(--extra-json "run_time=exp/stage_times${stage_tag:+_$stage_tag}.json"
+         --extra-json "training=exp/train_times${stage_tag:+_$stage_tag}.json")
   for set in $test_sets; do
     f=data/$set/align/$aligner/eval.json
     [ -f "$f" ] && extra+=(--extra-json "aligner_${aligner}_$set=$f")
