@@ -35,6 +35,9 @@ def test_training_records_per_system(tmp_path: Path) -> None:
     record = json.loads(train_out.read_text())
     assert record == {"nagy": {"train_minutes": 4.0, "epochs": 3, "best_epoch": 2,
                                "git_sha": "bbbbbbbbbb", "threads": 2, "device": "cpu"}}
+    # a training outside a git checkout records no commit
+    write_exp(tmp_path / "exp" / "nogit", [30.0], [True], sha="")
+    assert stage_times.system_training(tmp_path / "exp" / "nogit")["git_sha"] == "unknown"
 
 
 def test_bad_history_names_the_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

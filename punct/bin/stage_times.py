@@ -52,7 +52,7 @@ def system_training(exp_dir: Path) -> dict[str, object] | None:
         "train_minutes": round(sum(float(row.get("seconds", 0.0)) for row in history) / 60, 1),
         "epochs": len(history),
         "best_epoch": best[-1] if best else None,
-        "git_sha": str(env.get("git_sha", "unknown"))[:10],
+        "git_sha": str(env.get("git_sha") or "unknown")[:10],
         "threads": env.get("threads"),
         "device": env.get("device"),
     }
