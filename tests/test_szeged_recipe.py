@@ -1,7 +1,7 @@
 """The Hungarian Szeged recipe end to end on a small fixture in the corpora's formats:
 stage 0 links the copies named by conf/db.sh variables, stage 1 prepares the sets, the
 token stage trains sentencepiece and pre-trains its from-scratch BERT as a masked LM,
-tiny BRNNs (word and sub-word) and a tiny nagy_sp over that BERT train, and stage 6
+tiny BRNNs (word and sub-word) and a tiny nagy_sp_mlm over that BERT train, and stage 6
 scores them into Nagy's Table 5 layout with sacrebleu text metrics."""
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ def recipe(tmp_path_factory: pytest.TempPathFactory) -> Path:
         ["bash", str(DRIVER), "--corpus", "szeged", "--model-conf-dir", str(TINY),
          "--aligner", "none", "--test-sets", "test", "--token-type", "unigram",
          "--nbpe", "60", "--mlm-epochs", "2", "--baseline-systems", "brnn_text brnn_sp",
-         "--transformer-systems", "nagy_sp", "--num-threads", "1", "--report-layouts", "nagy"],
+         "--transformer-systems", "nagy_sp_mlm", "--num-threads", "1", "--report-layouts", "nagy"],
         cwd=recipe, env=env, capture_output=True, text=True, timeout=600,
     )
     if proc.returncode != 0:
@@ -103,9 +103,9 @@ def test_token_stage_pretrains_the_scratch_encoder(recipe: Path) -> None:
     assert [row["epoch"] for row in report["epochs"]] == [1, 2]
     assert report["epochs"][-1]["dev_loss"] < report["dev_loss_before"]
     assert (mlm / "config.json").is_file() and (mlm / "tokenizer_config.json").is_file()
-    config = (recipe / "exp" / "nagy_sp" / "config.yaml").read_text(encoding="utf-8")
+    config = (recipe / "exp" / "nagy_sp_mlm" / "config.yaml").read_text(encoding="utf-8")
     assert "unigram60/bert_mlm" in config
-    scores = json.loads((recipe / "exp" / "nagy_sp" / "decode_test" / "scores.json")
+    scores = json.loads((recipe / "exp" / "nagy_sp_mlm" / "decode_test" / "scores.json")
                         .read_text(encoding="utf-8"))
     assert scores["label_set"] == "nagy4"
     assert scores["counts"]["words"] == sum(
