@@ -27,12 +27,13 @@ from punct.config import (
 )
 from punct.errors import PunctInputError
 from punct.infer.aggregate import Aggregator
+from punct.infer.combinations import combination_matrix
 from punct.infer.decode import decode_settings, exclusive_marks, load_experiment
 from punct.infer.precision import resolve_precision
 from punct.labels import get_label_set
 from punct.models.marks import MarkObjective, class_weights
 from punct.train.optim import lr_factor
-from punct.train.thresholds import tune_thresholds
+from punct.train.thresholds import calibrated_defaults, tune_thresholds
 from punct.train.trainer import train_experiment
 from punct.wordtable import WordRow, write_word_table
 
@@ -218,6 +219,30 @@ def test_tune_thresholds_maximises_micro_f1_and_spares_rare_marks() -> None:
     truth = np.zeros((10, 2), dtype=bool)
     truth[:2, 0] = truth[8:, 0] = True
     assert tune_thresholds(noisy, truth, ["A", "B"], min_support=1).thresholds["A"] >= 0.35
+
+
+def test_rare_weighted_marks_keep_a_calibrated_default() -> None:
+    # pos_weight w lifts a sigmoid by log(w): 0.5 of the unweighted model is w / (1 + w)
+    assert calibrated_defaults(0.5, 3, [1.0, 3.0, 9.0]).tolist() == pytest.approx(
+        [0.5, 0.75, 0.9])
+    assert calibrated_defaults(0.4, 2, None).tolist() == [0.4, 0.4]
+    with pytest.raises(ValueError, match="positive"):
+        calibrated_defaults(0.5, 2, [1.0, 0.0])
+    # B is rare in dev (untuned) and weighted 9: at 0.6 it is no longer a false alarm
+    probs = np.array([[0.9, 0.6], [0.8, 0.1], [0.2, 0.95], [0.1, 0.2]])
+    ref = np.array([[1, 0], [1, 0], [0, 1], [0, 0]], dtype=bool)
+    plain = tune_thresholds(probs, ref, ["A", "B"], min_support=2)
+    weighted = tune_thresholds(probs, ref, ["A", "B"], min_support=2, pos_weight=[2.0, 9.0])
+    assert plain.thresholds["B"] == 0.5 and weighted.thresholds["B"] == pytest.approx(0.9)
+    assert weighted.thresholds["A"] == plain.thresholds["A"]  # tuned marks: as before
+    assert weighted.f1_after == pytest.approx(1.0)
+    assert plain.f1_after < 1.0
+    assert weighted.f1_before == plain.f1_before  # the score at the plain default
+    # the same under a restriction to sets of marks (decode.combinations: seen)
+    allowed = combination_matrix([["A"], ["B"]], ["A", "B"])
+    constrained = tune_thresholds(probs, ref, ["A", "B"], min_support=2, allowed=allowed,
+                                  pos_weight=[2.0, 9.0])
+    assert constrained.thresholds["B"] == pytest.approx(0.9)
 
 
 # -- configs -----------------------------------------------------------------------------------

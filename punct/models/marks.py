@@ -129,3 +129,14 @@ class MarkObjective(torch.nn.Module):
         if self.exclusive:
             return torch.softmax(with_o(logits.float()), dim=-1)[..., 1:]
         return torch.sigmoid(logits.float())
+
+
+def model_pos_weight(model: torch.nn.Module) -> np.ndarray | None:
+    """The per-mark ``pos_weight`` of a model's multi-label objective (None: unweighted,
+    exclusive, or no ``MarkObjective`` inside)."""
+    for module in model.modules():
+        if isinstance(module, MarkObjective):
+            if module.exclusive or module.weight is None:
+                return None
+            return module.weight.detach().cpu().numpy().astype(np.float64)
+    return None

@@ -2,7 +2,11 @@
 
 After training, the thresholds are tuned on dev by coordinate ascent on the micro-F1
 (grid 0.05 ... 0.95; marks with fewer than ``MIN_SUPPORT`` dev occurrences keep the
-default, so a tiny dev set cannot push rare marks into many false alarms). The result is written to
+default, so a tiny dev set cannot push rare marks into many false alarms). A mark trained
+with a BCE ``pos_weight`` w has its sigmoid raised by log(w) in logit space, so its
+untuned default is the calibrated w / (1 + w), the point where the unweighted posterior
+is one half; otherwise a rare, heavily weighted mark (EXCLAMATION) outbids a frequent one
+(PERIOD) wherever both are likely. The result is written to
 ``thresholds.json`` in the experiment directory and used by decode, restore and the
 sweep (``punct.infer.decode.read_thresholds``). Exclusive label sets decode by argmax and
 have no thresholds.
@@ -51,9 +55,24 @@ def micro_f1(probs: np.ndarray, ref: np.ndarray, thresholds: np.ndarray,
     return float(_f1(np.array(tp), np.array(fp), np.array(fn)))
 
 
+def calibrated_defaults(default: float, n_marks: int,
+                        pos_weight: Sequence[float] | np.ndarray | None) -> np.ndarray:
+    """Per-mark default thresholds: ``default`` moved to ``w * t / (w * t + 1 - t)`` for a
+    mark trained with ``pos_weight`` w (w / (1 + w) at t = 0.5); ``default`` without."""
+    t = np.full(n_marks, float(default))
+    if pos_weight is None:
+        return t
+    w = np.asarray(pos_weight, dtype=np.float64)
+    if w.shape != (n_marks,) or (w <= 0).any():
+        raise ValueError(f"pos_weight must be {n_marks} positive numbers, got {w.tolist()}")
+    return w * t / (w * t + 1.0 - t)
+
+
 def tune_thresholds(probs: np.ndarray, ref: np.ndarray, labels: Sequence[str],
                     default: float = 0.5, min_support: int = MIN_SUPPORT,
-                    allowed: np.ndarray | None = None) -> TunedThresholds:
+                    allowed: np.ndarray | None = None,
+                    pos_weight: Sequence[float] | np.ndarray | None = None
+                    ) -> TunedThresholds:
     """Per-mark thresholds on (N, P) probabilities against (N, P) boolean references.
 
     Coordinate ascent on the micro-F1 over all marks (the selection metric): each mark
@@ -62,22 +81,28 @@ def tune_thresholds(probs: np.ndarray, ref: np.ndarray, labels: Sequence[str],
     two passes. Rare marks keep ``default``: a threshold fitted to a handful of dev words
     buys recall with many false alarms on new data. ``allowed``: the sets of marks a word
     may get (``decode.combinations``); the decisions then interact, and each grid value
-    is scored by decoding all marks."""
+    is scored by decoding all marks. ``pos_weight``: the per-mark weights of the training
+    loss; the rare marks then keep their calibrated default (``calibrated_defaults``)."""
     probs = np.asarray(probs, dtype=np.float64)
     ref = np.asarray(ref, dtype=bool)
     if probs.shape != ref.shape or probs.ndim != 2 or probs.shape[1] != len(labels):
         raise ValueError(f"probabilities {probs.shape} and references {ref.shape} do not "
                          f"match {len(labels)} labels")
+    tuned = [k for k in range(len(labels)) if int(ref[:, k].sum()) >= min_support]
+    start = calibrated_defaults(default, len(labels), pos_weight)
     chosen = np.full(len(labels), float(default))
+    rare = [k for k in range(len(labels)) if k not in tuned]
+    chosen[rare] = start[rare]
 
     def counts(k: int, thresholds: np.ndarray) -> np.ndarray:
         hyp = probs[:, k][:, None] >= thresholds[None, :]
         pos = ref[:, k][:, None]
         return np.stack([(hyp & pos).sum(0), (hyp & ~pos).sum(0), (~hyp & pos).sum(0)])
 
-    tuned = [k for k in range(len(labels)) if int(ref[:, k].sum()) >= min_support]
     if allowed is not None:
-        return _tune_constrained(probs, ref, labels, chosen, tuned, allowed)
+        result = _tune_constrained(probs, ref, labels, chosen, tuned, allowed)
+        result.f1_before = micro_f1(probs, ref, np.full(len(labels), float(default)), allowed)
+        return result
     for _ in range(2):
         for k in tuned:
             others = sum(counts(j, chosen[j:j + 1])[:, 0] for j in range(len(labels)) if j != k)

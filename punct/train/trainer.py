@@ -52,6 +52,7 @@ from punct.infer.decode import decide, decode_settings, hypothesis_rows, predict
 from punct.infer.precision import autocast_dtype, resolve_precision
 from punct.labels import get_label_set
 from punct.models.base import Featurizer, PunctModel, Registry, Window
+from punct.models.marks import model_pos_weight
 from punct.score.metrics import score_tables
 from punct.train.checkpoint import (
     BEST,
@@ -468,7 +469,7 @@ class _Run:
         allowed = (None if st.combinations is None
                    else combination_matrix(st.combinations, label_set.labels))
         tuned = tune_thresholds(pred.punct, ref, label_set.labels, float(st.threshold),
-                                allowed=allowed)
+                                allowed=allowed, pos_weight=model_pos_weight(self.model))
         write_thresholds(self.exp_dir, label_set.name, tuned)
         self.log(f"thresholds tuned on dev: micro-F1 {tuned.f1_before:.4f} at "
                  f"{st.threshold} -> {tuned.f1_after:.4f}; "
