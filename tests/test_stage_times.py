@@ -48,3 +48,9 @@ def test_bad_history_names_the_file(tmp_path: Path, capsys: pytest.CaptureFixtur
                              "--exp-dir", str(tmp_path / "exp"), "--systems", "x",
                              "--train-out", str(tmp_path / "t.json")]) == 1
     assert "history.json" in capsys.readouterr().err
+
+
+def test_train_out_needs_the_exp_dir(tmp_path: Path) -> None:
+    with pytest.raises(SystemExit) as err:
+        stage_times.main(["--out", str(tmp_path / "o.json"), "--train-out", str(tmp_path / "t")])
+    assert err.value.code == 2

@@ -15,14 +15,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 [ $# -eq 1 ] || { echo "Usage: $0 <out-dir>" >&2; exit 1; }
 out=$1/babel_hu
 
-link() {  # link SRC NAME: <out>/NAME -> SRC (never over a real directory)
-  if [ -e "$out/$2" ] && [ ! -L "$out/$2" ]; then
-    echo "download.sh: $out/$2 exists and is not a link; remove it to use $1" >&2
-    exit 1
-  fi
-  ln -sfn "$(cd "$1" && pwd)" "$out/$2"
-  echo "babel_hu: $2 -> $(cd "$1" && pwd)"
-}
+# shellcheck source=local/common/link.sh
+. "$here/../common/link.sh"
 
 if [ -z "$BABEL_HU" ] || [ ! -d "$BABEL_HU" ] \
     || [ -z "$(find -L "$BABEL_HU" -type d -name transcription -print -quit)" ]; then

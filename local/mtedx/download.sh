@@ -21,14 +21,8 @@ lang=$MTEDX_LANG
 mkdir -p "$out"
 echo "$lang" > "$out/lang"  # the language stage 1 prepares
 
-link() {  # link SRC NAME: <out>/NAME -> SRC (never over a real directory)
-  if [ -e "$out/$2" ] && [ ! -L "$out/$2" ]; then
-    echo "download.sh: $out/$2 exists and is not a link; remove it to use $1" >&2
-    exit 1
-  fi
-  ln -sfn "$(cd "$1" && pwd)" "$out/$2"
-  echo "mtedx: $2 -> $(cd "$1" && pwd)"
-}
+# shellcheck source=local/common/link.sh
+. "$here/../common/link.sh"
 
 if [ -d "$MTEDX/$lang-$lang/data" ]; then
   link "$MTEDX/$lang-$lang" "$lang-$lang"

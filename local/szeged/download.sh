@@ -19,14 +19,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 out=$1/szeged
 mkdir -p "$out"
 
-link() {  # link SRC NAME: <out>/NAME -> SRC (never over a real directory)
-  if [ -e "$out/$2" ] && [ ! -L "$out/$2" ]; then
-    echo "download.sh: $out/$2 exists and is not a link; remove it to use $1" >&2
-    exit 1
-  fi
-  ln -sfn "$(cd "$1" && pwd)" "$out/$2"
-  echo "szeged: $2 -> $(cd "$1" && pwd)"
-}
+# shellcheck source=local/common/link.sh
+. "$here/../common/link.sh"
 
 if [ -d "$SZEGED_UD" ]; then
   link "$SZEGED_UD" ud

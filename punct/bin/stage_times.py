@@ -77,11 +77,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--systems", default="", help="space-separated system names")
     parser.add_argument("--train-out", type=Path, help="the per-system JSON (with --exp-dir)")
     args = parser.parse_args(argv)
+    if (args.exp_dir is None) != (args.train_out is None):
+        parser.error("--exp-dir and --train-out go together")
     try:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(collect(args.stages_dir), indent=2) + "\n",
                             encoding="utf-8")
-        if args.exp_dir is not None and args.train_out is not None:
+        if args.exp_dir is not None:
             record = collect_training(args.exp_dir, args.systems.split())
             args.train_out.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
     except PunctInputError as err:
