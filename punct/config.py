@@ -38,6 +38,7 @@ PRECISIONS = ("auto", "bf16", "fp16", "fp32")
 LR_DECAYS = ("none", "linear", "cosine")
 EARLY_STOPPING = ("micro_f1", "loss")
 AGGREGATES = ("mean", "sum")
+DROPOUT_MASKS = ("auto", "bytes", "torch")
 BF16_SETTINGS = (True, False, "auto", "on", "off")
 COMBINATION_RULES = ("all", "seen")
 OPTIMIZER_BASES = ("adamw", "adam", "adagrad", "sgd", "radam")
@@ -58,6 +59,9 @@ class TrainSection:
     warmup_steps: int | None = None  # when set, overrides warmup_epochs
     lr_decay: str = "none"  # none | linear | cosine, to 0 at the end of the run
     precision: str = "fp32"  # auto | bf16 | fp16 | fp32
+    # dropout masks: bytes (8 per random draw, punct.train.byte_dropout) | torch | auto
+    # (bytes on the CPU, where torch's per-element draws cost a third of a bf16 step)
+    dropout_masks: str = "auto"
     grad_clip: float = 0.0
     patience: int = 3
     min_epochs: int = 0
@@ -247,6 +251,7 @@ def validate_config(config: dict[str, Any], path: str | Path | None = None) -> N
             OPTIMIZER_NAMES, path)
     _choice("train.precision", str(train.precision).lower(), PRECISIONS, path)
     _choice("train.lr_decay", train.lr_decay, LR_DECAYS, path)
+    _choice("train.dropout_masks", train.dropout_masks, DROPOUT_MASKS, path)
     _choice("train.early_stopping", train.early_stopping, EARLY_STOPPING, path)
     if train.warmup_steps is not None and train.warmup_steps < 0:
         raise PunctInputError(f"train.warmup_steps must be >= 0, got {train.warmup_steps}", path)

@@ -37,6 +37,7 @@ from punct.infer.precision import (
 )
 from punct.labels import get_label_set
 from punct.registry import lookup
+from punct.train.byte_dropout import install_byte_dropout, uses_byte_masks
 from punct.train.env import set_num_threads
 from punct.train.optim import build_optimizer
 from punct.train.seed import seed_everything
@@ -108,6 +109,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     featurizer = family.make_featurizer(config)
     featurizer.fit(seqs)
     model = family.make_model(config, featurizer)
+    if uses_byte_masks(str(config["train"].get("dropout_masks", "auto")), "cpu"):
+        install_byte_dropout(model)
     on_epoch_start = getattr(model, "on_epoch_start", None)
     if callable(on_epoch_start):  # past any frozen-encoder epochs: the whole model trains
         on_epoch_start(10**6)

@@ -54,6 +54,7 @@ from punct.labels import get_label_set
 from punct.models.base import Featurizer, PunctModel, Registry, Window
 from punct.models.marks import model_pos_weight
 from punct.score.metrics import score_tables
+from punct.train.byte_dropout import install_byte_dropout, uses_byte_masks
 from punct.train.checkpoint import (
     BEST,
     PreemptionGuard,
@@ -283,6 +284,8 @@ class _Run:
                 model.load_init(state)
             else:
                 model.load_state_dict(state, strict=False)
+        if uses_byte_masks(str(self.tcfg.get("dropout_masks", "auto")), self.device):
+            install_byte_dropout(model)
         self.model = model.to(self.device)
         dist.broadcast_module(self.model)
         if dist.world_size > 1:  # independent dropout masks on each rank
