@@ -275,6 +275,13 @@ def test_train_benchmark_reports_each_precision(data: Path, tmp_path: Path) -> N
     assert report["rows"][0]["speedup_vs_fp32"] == 1.0
     assert report["auto_precision"] in ("bf16", "fp32")
     assert "picks **" in (out / "train_benchmark.md").read_text()
+    assert report["dropout_masks"] == "bytes"  # auto on the CPU
+    assert "dropout masks: bytes" in (out / "train_benchmark.md").read_text()
+    assert train_benchmark.main(["--config", str(cfg), "--data-dir", str(data / "train"),
+                                 "--out-dir", str(out), "--steps", "2", "--reps", "1",
+                                 "--num-threads", "1", "--precisions", "fp32",
+                                 "--set", "train.dropout_masks=torch"]) == 0
+    assert json.loads((out / "train_benchmark.json").read_text())["dropout_masks"] == "torch"
     too_many = ["--config", str(cfg), "--data-dir", str(data / "dev"), "--out-dir", str(out),
                 "--steps", "1000"]
     assert train_benchmark.main(too_many) == 1

@@ -25,6 +25,11 @@ def test_training_records_per_system(tmp_path: Path) -> None:
     for n, (name, sec) in enumerate([("data", 3), ("prepare", 4)]):
         (stages / f"{n}.done").write_text(json.dumps({"stage": n, "name": name, "seconds": sec}))
     write_exp(tmp_path / "exp" / "nagy", [120.0, 60.0, 60.0], [True, True, False], "b" * 40)
+    (tmp_path / "exp" / "nagy" / "train.log").write_text(
+        "2026-11-24 07:02:49 train nagy on 10 words; seed 1; precision fp32 (train.precision: "
+        "auto); dropout masks bytes\nepoch 1\n"
+        "2026-11-24 08:00:00 train nagy on 10 words; seed 1; precision bf16 (train.precision: "
+        "auto); dropout masks bytes\n", encoding="utf-8")  # resumed: the last header counts
     (tmp_path / "exp" / "untrained").mkdir()
     out, train_out = tmp_path / "st.json", tmp_path / "tt.json"
     assert stage_times.main(["--stages-dir", str(stages), "--out", str(out),
@@ -34,10 +39,13 @@ def test_training_records_per_system(tmp_path: Path) -> None:
     assert json.loads(out.read_text())["total_seconds"] == 7
     record = json.loads(train_out.read_text())
     assert record == {"nagy": {"train_minutes": 4.0, "epochs": 3, "best_epoch": 2,
-                               "git_sha": "bbbbbbbbbb", "threads": 2, "device": "cpu"}}
-    # a training outside a git checkout records no commit
+                               "git_sha": "bbbbbbbbbb", "threads": 2, "device": "cpu",
+                               "precision": "bf16"}}
+    # a training outside a git checkout records no commit; without a log, no precision
     write_exp(tmp_path / "exp" / "nogit", [30.0], [True], sha="")
-    assert stage_times.system_training(tmp_path / "exp" / "nogit")["git_sha"] == "unknown"
+    record = stage_times.system_training(tmp_path / "exp" / "nogit")
+    assert record["git_sha"] == "unknown"
+    assert record["precision"] is None
 
 
 def test_bad_history_names_the_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

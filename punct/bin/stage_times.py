@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from pathlib import Path
 
 from punct.errors import PunctInputError, report_error
@@ -36,9 +37,22 @@ def _read_json(path: Path) -> object:
         raise PunctInputError(f"not JSON: {err.msg}", path, err.lineno) from None
 
 
+LOG_PRECISION = re.compile(r"; precision (\w+) \(train\.precision")
+
+
+def logged_precision(log_path: Path) -> str | None:
+    """The precision a training ran in, from the header line of its ``train.log`` (the
+    last header: a resumed run writes another)."""
+    if not log_path.is_file():
+        return None
+    found = LOG_PRECISION.findall(log_path.read_text(encoding="utf-8", errors="replace"))
+    return found[-1] if found else None
+
+
 def system_training(exp_dir: Path) -> dict[str, object] | None:
-    """The training record of one experiment: minutes, epochs, best epoch, commit, threads
-    and device (None when it has no ``history.json``, e.g. a system that was not trained)."""
+    """The training record of one experiment: minutes, epochs, best epoch, commit, threads,
+    device and precision (None when it has no ``history.json``, e.g. a system that was not
+    trained)."""
     history_path = exp_dir / "history.json"
     if not history_path.is_file():
         return None
@@ -55,6 +69,7 @@ def system_training(exp_dir: Path) -> dict[str, object] | None:
         "git_sha": str(env.get("git_sha") or "unknown")[:10],
         "threads": env.get("threads"),
         "device": env.get("device"),
+        "precision": logged_precision(exp_dir / "train.log"),
     }
 
 

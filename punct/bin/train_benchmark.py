@@ -109,7 +109,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     featurizer = family.make_featurizer(config)
     featurizer.fit(seqs)
     model = family.make_model(config, featurizer)
-    if uses_byte_masks(str(config["train"].get("dropout_masks", "auto")), "cpu"):
+    byte_masks = uses_byte_masks(str(config["train"].get("dropout_masks", "auto")), "cpu")
+    if byte_masks:
         install_byte_dropout(model)
     on_epoch_start = getattr(model, "on_epoch_start", None)
     if callable(on_epoch_start):  # past any frozen-encoder epochs: the whole model trains
@@ -141,7 +142,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "steps": args.steps, "batch_size": size, "window": int(tcfg["window"]),
             "tokens": tokens, "threads": threads, "cpu": cpu_model(), "bf16_flags": flags,
             "auto_precision": resolve_precision("auto", "cpu"), "reps": args.reps, "rows": rows,
-            "torch": torch.__version__}
+            "dropout_masks": "bytes" if byte_masks else "torch", "torch": torch.__version__}
 
 
 def render(report: dict[str, Any]) -> str:
@@ -152,7 +153,8 @@ def render(report: dict[str, Any]) -> str:
         f"CPU: {report['cpu']}; native bf16 flags: {flags}; `train.precision: auto` picks "
         f"**{report['auto_precision']}** here. {report['threads']} threads, "
         f"{report['steps']} steps of batch {report['batch_size']} (window "
-        f"{report['window']}, {report['tokens']} tokens), best of {report['reps']}.", "",
+        f"{report['window']}, {report['tokens']} tokens), best of {report['reps']}; "
+        f"dropout masks: {report.get('dropout_masks', 'torch')}.", "",
         "| precision | seconds | tokens/s | speed-up vs fp32 |", "|---|---|---|---|",
     ]
     for row in report["rows"]:

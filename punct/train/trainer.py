@@ -284,7 +284,9 @@ class _Run:
                 model.load_init(state)
             else:
                 model.load_state_dict(state, strict=False)
-        if uses_byte_masks(str(self.tcfg.get("dropout_masks", "auto")), self.device):
+        self.byte_masks = uses_byte_masks(str(self.tcfg.get("dropout_masks", "auto")),
+                                          self.device)
+        if self.byte_masks:
             install_byte_dropout(model)
         self.model = model.to(self.device)
         dist.broadcast_module(self.model)
@@ -427,7 +429,8 @@ class _Run:
                  f"{sum(len(s) for s in self.dev_seqs)} words; {n_params} trainable "
                  f"parameters; seed {self.seed}; threads {torch.get_num_threads()}; "
                  f"{self.dist.world_size} process(es) on {self.device}; precision "
-                 f"{self.precision} (train.precision: {self.tcfg.get('precision')})")
+                 f"{self.precision} (train.precision: {self.tcfg.get('precision')}); "
+                 f"dropout masks {'bytes' if self.byte_masks else 'torch'}")
         state = self._restore() if resume else _Progress()
         hook = getattr(self.model, "on_epoch_start", None)
         epoch = state.epoch + 1 if state.epoch_done else state.epoch

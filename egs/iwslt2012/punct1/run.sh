@@ -10,5 +10,5 @@ cd "$(dirname "$0")"
 export PUNCT_RECIPE_DIR=$PWD
 exec ../../../utils/stage_driver.sh --corpus iwslt2012 --model-conf-dir conf/model --aligner none \
   --test-sets "test2011 test2011_full test2011asr" --baseline-systems brnn_text \
-  --transformer-systems "nagy courtland courtland_adamw courtland_frozen autopunct_text" \
+  --transformer-systems "nagy nagy_fp32 courtland courtland_adamw courtland_frozen autopunct_text" \
   --report-layouts "courtland nagy" "$@"
