@@ -12,6 +12,7 @@ from helpers.tiny import MARKS, VOCAB, P, seq
 from torch import nn
 
 from punct.config import load_config, resolve_config
+from punct.errors import PunctInputError
 from punct.infer.decode import load_experiment, predict_words
 from punct.models.base import Registry
 from punct.models.nagy import NagyModel, make_featurizer, make_model
@@ -122,6 +123,29 @@ def test_learning_rates_per_group(tiny_dir: Path) -> None:
     assert enc["lr"] == 3e-5 and head["lr"] == 1e-4
     assert {id(p) for p in enc["params"]} == {id(p) for p in model.encoder.parameters()}
     assert {id(p) for p in head["params"]} == {id(p) for p in model.head.parameters()}
+
+
+def test_layerwise_lr_decay_groups(tiny_dir: Path) -> None:
+    feat = make_featurizer(config(tiny_dir))
+    model = make_model(config(tiny_dir, encoder_lr=1e-3, encoder_lr_decay=0.5), feat)
+    opt = build_optimizer(model, {"name": "adamw", "lr": 1e-2})
+    *encoder, head = opt.param_groups
+    n = len(model.encoder.encoder.layer)  # the tiny BERT has 2 layers
+    assert [g["lr"] for g in encoder] == [1e-3 * 0.5 ** n, *(1e-3 * 0.5 ** (n - 1 - i)
+                                                            for i in range(n))]
+    assert head["lr"] == 1e-2
+    top = {id(p) for p in model.encoder.encoder.layer[-1].parameters()}
+    assert {id(p) for p in encoder[-1]["params"]} == top
+    embeddings = {id(p) for p in model.encoder.embeddings.parameters()}
+    assert embeddings <= {id(p) for p in encoder[0]["params"]}
+    grouped = [id(p) for g in opt.param_groups for p in g["params"]]
+    assert sorted(grouped) == sorted(id(p) for p in model.parameters())  # each once
+    # without model.encoder_lr the base is the optimizer's lr
+    plain = make_model(config(tiny_dir, encoder_lr_decay=0.5), feat)
+    lrs = [g["lr"] for g in build_optimizer(plain, {"name": "adamw", "lr": 1e-2}).param_groups]
+    assert lrs[n] == 1e-2 and lrs[0] == 1e-2 * 0.5 ** n
+    with pytest.raises(PunctInputError, match="encoder_lr_decay must be in"):
+        make_model(config(tiny_dir, encoder_lr_decay=1.5), feat)
 
 
 def test_shipped_configs(tiny_dir: Path) -> None:

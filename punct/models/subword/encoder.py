@@ -8,7 +8,9 @@
 - ``model.encoder_train_layers`` (-1 all, 0 frozen, k top layers) and
   ``model.freeze_encoder_epochs`` (the encoder is frozen during the first n epochs and
   then trained, via ``on_epoch_start``; only families that list the key accept it);
-- ``model.encoder_lr``: the encoder's learning rate (default: the optimizer's);
+- ``model.encoder_lr``: the encoder's learning rate (default: the optimizer's), and
+  ``model.encoder_lr_decay`` d (default 1): layer-wise decay, the top layer at that rate,
+  each layer below at d times the one above, the embeddings at d^L (``encoder_groups``);
 - a frozen encoder stays in eval mode, and its states are computed once per training
   window and reused in later epochs (``EncoderStateCache``, dropped when the encoder
   starts training): frozen-encoder epochs are several times faster on CPU and no result
@@ -144,9 +146,49 @@ class EncoderModel(PunctModel):
             raise PunctInputError("model.freeze_encoder_epochs must be >= 0")
         lr = self.mcfg.get("encoder_lr")
         self.encoder_lr = None if lr is None else float(lr)
+        self.encoder_lr_decay = float(self.mcfg.get("encoder_lr_decay", 1.0))
+        if not 0.0 < self.encoder_lr_decay <= 1.0:
+            raise PunctInputError(f"model.encoder_lr_decay must be in (0, 1], got "
+                                  f"{self.encoder_lr_decay}")
+        if self.encoder_lr_decay < 1.0 and layer_list(self.encoder) is None:
+            raise PunctInputError(f"model.encoder_lr_decay needs the layer stack of "
+                                  f"{type(self.encoder).__name__}, which was not found")
         self.encoder_frozen = False
         self.state_cache = EncoderStateCache()
         self.set_encoder_frozen(self.freeze_epochs > 0)
+
+    def encoder_groups(self, base_lr: float | None, trainable_only: bool = False
+                       ) -> list[dict[str, Any]]:
+        """The encoder's optimizer groups: one at ``model.encoder_lr`` (default
+        ``base_lr``), or, with ``model.encoder_lr_decay`` d < 1, one per layer of L, layer
+        i (0 at the bottom) at lr d^(L-1-i) and everything outside the layers (the
+        embeddings) at lr d^L. Empty groups are left out."""
+        params = [p for p in self.encoder.parameters()
+                  if p.requires_grad or not trainable_only]
+        if self.encoder_lr_decay == 1.0:
+            if not params:
+                return []
+            return [{"params": params} if self.encoder_lr is None
+                    else {"params": params, "lr": self.encoder_lr}]
+        lr = self.encoder_lr if self.encoder_lr is not None else base_lr
+        if lr is None:
+            raise PunctInputError("model.encoder_lr_decay needs model.encoder_lr or "
+                                  "train.optimizer.lr")
+        layers = layer_list(self.encoder)
+        assert layers is not None  # checked in __init__
+        wanted = {id(p) for p in params}
+        n = len(layers)
+        groups = []
+        in_layers: set[int] = set()
+        for i, layer in enumerate(layers):
+            chosen = [p for p in layer.parameters() if id(p) in wanted]
+            in_layers.update(id(p) for p in layer.parameters())
+            if chosen:
+                groups.append({"params": chosen, "lr": lr * self.encoder_lr_decay ** (n - 1 - i)})
+        rest = [p for p in params if id(p) not in in_layers]
+        if rest:
+            groups.insert(0, {"params": rest, "lr": lr * self.encoder_lr_decay ** n})
+        return groups
 
     # -- encoder schedule
     def set_encoder_frozen(self, frozen: bool) -> None:

@@ -42,7 +42,8 @@ ACTIVATIONS: dict[str, type[nn.Module]] = {
 HEAD_KEYS = {"hidden", "activation", "dropout"}
 CAP_HEAD_KEYS = HEAD_KEYS | {"detach_punct"}
 LOSS_KEYS = {"punct_weight", "cap_weight", *MARK_LOSS_KEYS}
-PUNCT_CAP_KEYS = {"encoder_train_layers", "encoder_lr", "head", "cap_head", "loss"}
+PUNCT_CAP_KEYS = {"encoder_train_layers", "encoder_lr", "encoder_lr_decay", "head", "cap_head",
+                  "loss"}
 
 
 def activation(name: str | None) -> nn.Module:
@@ -104,15 +105,12 @@ class PunctCapModel(EncoderModel, abc.ABC):
 
     def param_groups(self, opts: dict[str, Any]) -> list[dict[str, Any]]:
         """The trainable encoder parameters at ``model.encoder_lr`` (default: the
-        optimizer's lr), everything trained from scratch at the optimizer's."""
-        encoder = [p for p in self.encoder.parameters() if p.requires_grad]
+        optimizer's lr; per layer with ``model.encoder_lr_decay``), everything trained
+        from scratch at the optimizer's."""
         ids = {id(p) for p in self.encoder.parameters()}
         rest = [p for p in self.parameters() if id(p) not in ids and p.requires_grad]
-        groups: list[dict[str, Any]] = []
-        if encoder:
-            groups.append({"params": encoder} if self.encoder_lr is None
-                          else {"params": encoder, "lr": self.encoder_lr})
-        return [*groups, {"params": rest}]
+        return [*self.encoder_groups(opts.get("lr"), trainable_only=True),
+                {"params": rest}]
 
     @abc.abstractmethod
     def contextualise(self, emb: torch.Tensor, batch: dict[str, torch.Tensor]

@@ -29,7 +29,8 @@ from punct.models.options import checked_options
 from punct.models.subword.encoder import EncoderModel
 from punct.models.subword.featurizer import SubwordFeaturizer
 
-ENCODER_KEYS = {"encoder_train_layers", "freeze_encoder_epochs", "encoder_lr", "loss"}
+ENCODER_KEYS = {"encoder_train_layers", "freeze_encoder_epochs", "encoder_lr",
+                "encoder_lr_decay", "loss"}
 
 
 class SubwordTagger(EncoderModel, abc.ABC):
@@ -43,14 +44,11 @@ class SubwordTagger(EncoderModel, abc.ABC):
                                        featurizer.label_counts, featurizer.n_words)
 
     def param_groups(self, opts: dict[str, Any]) -> list[dict[str, Any]]:
-        """Encoder group (``model.encoder_lr``) and head group (the optimizer's lr)."""
-        encoder = list(self.encoder.parameters())
-        ids = {id(p) for p in encoder}
+        """Encoder groups (``model.encoder_lr``, ``model.encoder_lr_decay``) and the head
+        group (the optimizer's lr)."""
+        ids = {id(p) for p in self.encoder.parameters()}
         head = [p for p in self.parameters() if id(p) not in ids]
-        enc_group: dict[str, Any] = {"params": encoder}
-        if self.encoder_lr is not None:
-            enc_group["lr"] = self.encoder_lr
-        return [enc_group, {"params": head}]
+        return [*self.encoder_groups(opts.get("lr")), {"params": head}]
 
     @abc.abstractmethod
     def forward(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
