@@ -16,6 +16,7 @@ from punct.train.byte_dropout import (
     BYTE_ATTENTION,
     ByteDropout,
     _attention,
+    apply_dropout_masks,
     byte_dropout,
     byte_rate,
     install_byte_dropout,
@@ -73,8 +74,14 @@ def test_setting_resolution() -> None:
     assert not uses_byte_masks("auto", "cuda")
     assert uses_byte_masks("bytes", "cuda")
     assert not uses_byte_masks("torch", "cpu")
-    with pytest.raises(ValueError, match="auto, bytes or torch"):
+    with pytest.raises(ValueError, match="dropout masks must be one of"):
         uses_byte_masks("fast", "cpu")
+    kept = nn.Sequential(nn.Dropout(0.1))
+    assert apply_dropout_masks(kept, {"dropout_masks": "torch"}, "cpu") == "torch"
+    assert type(kept[0]) is nn.Dropout
+    swapped = nn.Sequential(nn.Dropout(0.1))
+    assert apply_dropout_masks(swapped, {}, "cpu") == "bytes"  # auto on the CPU
+    assert type(swapped[0]) is ByteDropout and swapped[0].p == 0.1
 
 
 def test_attention_math_path_matches_a_manual_product() -> None:

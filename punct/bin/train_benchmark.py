@@ -37,7 +37,7 @@ from punct.infer.precision import (
 )
 from punct.labels import get_label_set
 from punct.registry import lookup
-from punct.train.byte_dropout import install_byte_dropout, uses_byte_masks
+from punct.train.byte_dropout import apply_dropout_masks
 from punct.train.env import set_num_threads
 from punct.train.optim import build_optimizer
 from punct.train.seed import seed_everything
@@ -109,9 +109,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     featurizer = family.make_featurizer(config)
     featurizer.fit(seqs)
     model = family.make_model(config, featurizer)
-    byte_masks = uses_byte_masks(str(config["train"].get("dropout_masks", "auto")), "cpu")
-    if byte_masks:
-        install_byte_dropout(model)
+    dropout_masks = apply_dropout_masks(model, config["train"], "cpu")
     on_epoch_start = getattr(model, "on_epoch_start", None)
     if callable(on_epoch_start):  # past any frozen-encoder epochs: the whole model trains
         on_epoch_start(10**6)
@@ -142,7 +140,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "steps": args.steps, "batch_size": size, "window": int(tcfg["window"]),
             "tokens": tokens, "threads": threads, "cpu": cpu_model(), "bf16_flags": flags,
             "auto_precision": resolve_precision("auto", "cpu"), "reps": args.reps, "rows": rows,
-            "dropout_masks": "bytes" if byte_masks else "torch", "torch": torch.__version__}
+            "dropout_masks": dropout_masks, "torch": torch.__version__}
 
 
 def render(report: dict[str, Any]) -> str:

@@ -23,6 +23,8 @@ from typing import Any
 import torch
 from torch import nn
 
+from punct.config import DROPOUT_MASKS
+
 BYTE_ATTENTION = "punct_sdpa_bytes"
 """The attention implementation name registered with transformers."""
 
@@ -95,9 +97,19 @@ def _register_attention() -> bool:
 def uses_byte_masks(setting: str, device: torch.device | str) -> bool:
     """``train.dropout_masks``: bytes, torch, or auto (bytes on the CPU only: CUDA's
     dropout kernels are already fused)."""
-    if setting not in ("auto", "bytes", "torch"):
-        raise ValueError(f"dropout masks must be auto, bytes or torch, got {setting!r}")
+    if setting not in DROPOUT_MASKS:
+        raise ValueError(f"dropout masks must be one of {DROPOUT_MASKS}, got {setting!r}")
     return setting == "bytes" or (setting == "auto" and torch.device(device).type == "cpu")
+
+
+def apply_dropout_masks(model: nn.Module, train: dict[str, Any],
+                        device: torch.device | str) -> str:
+    """Install byte masks in ``model`` when the ``train:`` section's ``dropout_masks``
+    asks for them on ``device``; return the masks in effect (``bytes`` or ``torch``)."""
+    if uses_byte_masks(str(train.get("dropout_masks", "auto")), device):
+        install_byte_dropout(model)
+        return "bytes"
+    return "torch"
 
 
 def install_byte_dropout(model: nn.Module) -> int:

@@ -54,7 +54,7 @@ from punct.labels import get_label_set
 from punct.models.base import Featurizer, PunctModel, Registry, Window
 from punct.models.marks import model_pos_weight
 from punct.score.metrics import score_tables
-from punct.train.byte_dropout import install_byte_dropout, uses_byte_masks
+from punct.train.byte_dropout import apply_dropout_masks
 from punct.train.checkpoint import (
     BEST,
     PreemptionGuard,
@@ -284,10 +284,7 @@ class _Run:
                 model.load_init(state)
             else:
                 model.load_state_dict(state, strict=False)
-        self.byte_masks = uses_byte_masks(str(self.tcfg.get("dropout_masks", "auto")),
-                                          self.device)
-        if self.byte_masks:
-            install_byte_dropout(model)
+        self.dropout_masks = apply_dropout_masks(model, self.tcfg, self.device)
         self.model = model.to(self.device)
         dist.broadcast_module(self.model)
         if dist.world_size > 1:  # independent dropout masks on each rank
@@ -430,7 +427,7 @@ class _Run:
                  f"parameters; seed {self.seed}; threads {torch.get_num_threads()}; "
                  f"{self.dist.world_size} process(es) on {self.device}; precision "
                  f"{self.precision} (train.precision: {self.tcfg.get('precision')}); "
-                 f"dropout masks {'bytes' if self.byte_masks else 'torch'}")
+                 f"dropout masks {self.dropout_masks}")  # punct.bin.stage_times reads it
         state = self._restore() if resume else _Progress()
         hook = getattr(self.model, "on_epoch_start", None)
         epoch = state.epoch + 1 if state.epoch_done else state.epoch
