@@ -194,6 +194,39 @@ def test_stage2_freezes_stage1(feat: BRNNFeaturizer) -> None:
     assert model.predict(batch).punct.shape == (1, 5, len(FULL.labels))
 
 
+def test_one_stage_pause_input_reads_the_pause_before_each_word(feat: BRNNFeaturizer) -> None:
+    torch.manual_seed(0)
+    model = make_model(config(pause_input=True), feat)
+    assert isinstance(model, BRNNText) and model.bigru.input_size == 8 + 1
+    text_only = make_model(config(), feat)
+    assert text_only.bigru.input_size == 8
+    words = ["yes", "he", "said"]
+    marks = [("COMMA",), (), ("PERIOD",)]
+    batch = feat.collate(feat.windows([seq(words, marks, pauses=[0.3, 0.0, 0.8])], 8, 8))
+    # token t (1 = "yes") carries the pause before it: none for the first word
+    torch.testing.assert_close(batch["pauses"][0, :4], torch.tensor([0.0, 0.0, 0.3, 0.0]))
+    opt = make_optimizer(list(model.parameters()), {"name": "adam", "lr": 0.05})
+    pause_column = model.bigru.weight_ih_l0[:, -1].detach().clone()
+    for _ in range(3):
+        opt.zero_grad()
+        model.loss(batch).backward()
+        opt.step()
+    assert not torch.equal(model.bigru.weight_ih_l0[:, -1], pause_column)  # it learns
+    model.eval()
+    longer = feat.collate(feat.windows([seq(words, marks, pauses=[1.5, 0.0, 0.8])], 8, 8))
+    assert not torch.allclose(model.slot_logits(batch), model.slot_logits(longer))
+    # the BiGRU's input is the pause in tenths of a second
+    inputs = []
+    handle = model.bigru.register_forward_pre_hook(lambda _m, args: inputs.append(args[0]))
+    model.slot_logits(batch)
+    handle.remove()
+    padded, _ = torch.nn.utils.rnn.pad_packed_sequence(inputs[0], batch_first=True)
+    torch.testing.assert_close(padded[0, 2, -1], torch.tensor(3.0))
+    no_pauses = {k: v for k, v in batch.items() if k != "pauses"}
+    with pytest.raises(ValueError, match="pause_input needs"):
+        model.slot_logits(no_pauses)
+
+
 def test_unknown_options_are_errors(feat: BRNNFeaturizer) -> None:
     with pytest.raises(ValueError, match="unknown brnn model"):
         make_model(config(hiden=3), feat)

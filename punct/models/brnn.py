@@ -7,6 +7,10 @@ unidirectional output GRU over ``C`` with attention
 ``y_t = softmax(W_y h_t)``. The fusion and output weights start at zero, as in
 punctuator2. Stage 2 (``model.pause: true`` + ``init_from``): the stage-1 model is
 loaded and frozen; a new GRU reads ``[h_t; pause_t]`` and a new output layer predicts.
+One stage with pauses (``model.pause_input: true``, our variant for small corpora): the
+pause before each word is an extra input of the BiGRU beside its embedding, and the whole
+model trains at once (a frozen stage 1 that has learnt a few thousand training words by
+heart leaves stage 2 nothing to learn from the pauses; docs/TRAINING.md).
 
 Slots. punctuator2 predicts the punctuation *between* two words with both visible.
 We do the same: a window over words ``s..e-1`` is fed as
@@ -59,6 +63,11 @@ SP_FILE = "sentencepiece.model"
 TOKENIZERS = ("word", "sentencepiece")
 ATTENTION_ELEMENTS = 1 << 23
 """Elements of the (B, steps, T, 2H) attention tensor computed at once (bounds memory)."""
+PAUSE_INPUT_UNIT_S = 0.1
+"""``model.pause_input`` feeds pauses in tenths of a second: a pause in seconds (mostly
+under 0.6) is too small beside the embeddings for the BiGRU to pick up before it has
+learnt the training text by heart (mini dev micro-F1 0.255 against 0.273 in these units,
+and 0.221 against 0.182 with the pauses zeroed)."""
 
 Combo = tuple[int, ...]
 
@@ -326,9 +335,10 @@ class BRNNText(SlotModel):
 
     def __init__(self, vocab_size: int, membership: torch.Tensor, opening: np.ndarray,
                  hidden: int = 256, embedding: int | None = None,
-                 checkpoint_attention: bool = True):
+                 checkpoint_attention: bool = True, pause_input: bool = False):
         super().__init__()
         self.checkpoint_attention = checkpoint_attention
+        self.pause_input = bool(pause_input)
         self.attention_chunk = 0  # steps per attention chunk; 0 = from ATTENTION_ELEMENTS
         embedding = embedding or hidden
         n_combos = membership.shape[0]
@@ -336,7 +346,8 @@ class BRNNText(SlotModel):
         self.register_buffer("membership", membership.clone())
         self.register_buffer("opening", torch.as_tensor(opening, dtype=torch.bool))
         self.embed = nn.Embedding(vocab_size, embedding, padding_idx=0)
-        self.bigru = nn.GRU(embedding, hidden, batch_first=True, bidirectional=True)
+        self.bigru = nn.GRU(embedding + int(self.pause_input), hidden, batch_first=True,
+                            bidirectional=True)
         ctx = 2 * hidden
         self.att_c = nn.Linear(ctx, ctx)  # W_c C (+ bias)
         self.att_h = nn.Linear(hidden, ctx, bias=False)  # W_h s_{t-1}
@@ -351,9 +362,21 @@ class BRNNText(SlotModel):
             if layer.bias is not None:
                 nn.init.zeros_(layer.bias)
 
-    def context(self, ids: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
-        """Bidirectional GRU states (B, T, 2H); padding does not leak into real positions."""
-        packed = pack_padded_sequence(self.embed(ids), lengths.cpu(), batch_first=True,
+    def context(self, ids: torch.Tensor, lengths: torch.Tensor,
+                pauses: torch.Tensor | None = None) -> torch.Tensor:
+        """Bidirectional GRU states (B, T, 2H); padding does not leak into real positions.
+
+        With ``pause_input`` each token's embedding is followed by the pause before it
+        (``pauses`` (B, T) in seconds, fed in units of ``PAUSE_INPUT_UNIT_S``), so the
+        BiGRU reads the pauses on both sides of every slot.
+        """
+        inputs = self.embed(ids)
+        if self.pause_input:
+            if pauses is None:
+                raise ValueError("a brnn with model.pause_input needs the batch's pauses")
+            scaled = pauses[..., None].to(inputs.dtype) / PAUSE_INPUT_UNIT_S
+            inputs = torch.cat([inputs, scaled], dim=-1)
+        packed = pack_padded_sequence(inputs, lengths.cpu(), batch_first=True,
                                       enforce_sorted=False)
         out, _ = self.bigru(packed)
         ctx, _ = pad_packed_sequence(out, batch_first=True, total_length=ids.shape[1])
@@ -380,7 +403,7 @@ class BRNNText(SlotModel):
         pass (``checkpoint_attention``) instead of storing (B, c, T, 2H) activations.
         """
         ids, lengths = batch["ids"], batch["lengths"]
-        ctx = self.context(ids, lengths)
+        ctx = self.context(ids, lengths, batch.get("pauses"))
         b, t_len, _ = ctx.shape
         if t_len < 2:
             return ctx.new_zeros(b, 0, self.hidden)
@@ -478,7 +501,8 @@ class BRNNPause(SlotModel):
 def _stage1(model_cfg: dict[str, Any], featurizer: BRNNFeaturizer) -> BRNNText:
     return BRNNText(len(featurizer.vocab), featurizer.membership(), featurizer.opening,
                     int(model_cfg.get("hidden", 256)), model_cfg.get("embedding"),
-                    bool(model_cfg.get("checkpoint_attention", True)))
+                    bool(model_cfg.get("checkpoint_attention", True)),
+                    bool(model_cfg.get("pause_input", False)))
 
 
 def make_model(config: dict[str, Any], featurizer: Featurizer) -> PunctModel:
@@ -487,7 +511,8 @@ def make_model(config: dict[str, Any], featurizer: Featurizer) -> PunctModel:
     if not isinstance(featurizer, BRNNFeaturizer):
         raise TypeError("the brnn family needs a BRNNFeaturizer")
     model_cfg = config.get("model") or {}
-    known = {"hidden", "embedding", "pause", "pause_hidden", "checkpoint_attention"}
+    known = {"hidden", "embedding", "pause", "pause_hidden", "pause_input",
+             "checkpoint_attention"}
     unknown = set(model_cfg) - known
     if unknown:
         raise ValueError(f"unknown brnn model options {sorted(unknown)}; known {sorted(known)}")

@@ -80,9 +80,10 @@ class UnipuncBRNN(BRNNText):
         finally:
             self._batch = None
 
-    def context(self, ids: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+    def context(self, ids: torch.Tensor, lengths: torch.Tensor,
+                pauses: torch.Tensor | None = None) -> torch.Tensor:
         """BiGRU states (``H_l``) -> coordinate bootstrapper -> hybrid states (B, T, 2H)."""
-        ctx = super().context(ids, lengths)
+        ctx = super().context(ids, lengths, pauses)
         batch = self._batch
         if batch is None:
             raise RuntimeError("UnipuncBRNN.context needs the batch (call fused_states)")
