@@ -32,7 +32,8 @@ def run_recipe(recipe: Path, *args: str) -> subprocess.CompletedProcess:
         ["bash", str(DRIVER), "--corpus", "mini", "--model-conf-dir", "conf/model/tiny",
          "--baseline-systems", "brnn_text brnn_pause prosodic_pp",
          "--transformer-systems", "autopunct_text autopunct_dg unipunc",
-         "--report-layouts", "autopunct moro unipunc", *args],
+         "--report-layouts", "autopunct moro unipunc",
+         "--pause-twins", "brnn_pause:brnn_text autopunct_dg:autopunct_text", *args],
         cwd=recipe, env=env, capture_output=True, text=True, timeout=3000,
     )
 
@@ -112,3 +113,15 @@ def test_tables_have_every_system_row_filled(recipe: Path) -> None:
     assert (results / "class_f1.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     text = (recipe / "RESULTS.md").read_text()
     assert "Table 4" in text and "autopunct_dg" in text
+
+
+def test_pause_gain_table(recipe: Path) -> None:
+    gains = json.loads((recipe / "exp" / "pause_gain.json").read_text())
+    assert set(gains) == {"brnn_pause (test)", "autopunct_dg (test)"}
+    for key, row in gains.items():
+        system = key.split()[0]
+        ours = json.loads((recipe / f"exp/{system}/decode_test/scores.json").read_text())
+        twin = json.loads((recipe / f"exp/{row['twin']}/decode_test/scores.json").read_text())
+        expected = 100 * (ours["metrics"]["all"]["micro_f1"] - twin["metrics"]["all"]["micro_f1"])
+        assert row["micro_gain"] == pytest.approx(expected, abs=0.11)
+    assert "## pause_gain" in (recipe / "RESULTS.md").read_text()

@@ -44,6 +44,7 @@ baseline_systems="brnn_text brnn_pause"           # stage 4 configs (conf/model/
 transformer_systems="autopunct_text autopunct_dg" # stage 5 configs
 report_layouts="autopunct"  # stage 6 table layouts: autopunct courtland nagy moro unipunc
 published=autopunct_2021    # published figures of the autopunct layout ('none': leave out)
+pause_twins=""              # stage 6: "system:twin ..." pause-aware systems and their text-only twins (gain table)
 model_conf_dir=conf/model   # where <system>.yaml are looked up (recipe dir, then repo root)
 stage_tag=""                # set-up name when several share a recipe dir (markers .stages/<tag>/)
 help_message="Usage: run.sh [options]  (stages: 0 data, 1 prepare, 2 align, 3 dump,
@@ -274,6 +275,14 @@ if stage_begin 6 "decode, score and report"; then
       extra+=(--extra-json "document_ends_$set=exp/doc_end_$set.json")
     fi
   done
+  # What the pauses are worth: each pause-aware system minus its text-only twin.
+  if [ -n "$pause_twins" ]; then
+    pairs=()
+    for pair in $pause_twins; do pairs+=(--pair "$pair"); done
+    python -m punct.bin.pause_gain --exp-dir exp --sets "$test_sets" "${pairs[@]}" \
+      --json "exp/pause_gain${stage_tag:+_$stage_tag}.json"
+    extra+=(--extra-json "pause_gain=exp/pause_gain${stage_tag:+_$stage_tag}.json")
+  fi
   # How stage 0 made the corpus' speech, where it says (mini: the speech style).
   f=downloads/$corpus/style.json
   [ -f "$f" ] && extra+=(--extra-json "speech_style=$f")

@@ -1,0 +1,106 @@
+"""What the pauses are worth: each pause-aware system against its text-only twin.
+
+  python -m punct.bin.pause_gain --exp-dir exp --sets "test test_mixed" \\
+      --pair brnn_pause:brnn_text --pair autopunct_dg:autopunct_text --json exp/pause_gain.json
+
+Reads ``<exp-dir>/<system>/decode_<set>/scores.json`` of both systems of each pair and
+prints, per set, the micro- and macro-F1 (%) of both and their difference (pause-aware
+minus text-only). A pair whose scores are missing on a set is left out with a note on
+stderr (a recipe may train only some of its systems); a pair of two different label sets
+is an error. ``--json`` writes the rows, keyed ``<system> (<set>)``, for the report.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from punct.errors import PunctInputError, report_error
+
+
+@dataclass
+class PauseGain:
+    """One pair on one set; F1 figures in %."""
+
+    twin: str
+    set: str
+    label_set: str
+    micro_f1: float
+    twin_micro_f1: float
+    micro_gain: float
+    macro_f1: float
+    twin_macro_f1: float
+    macro_gain: float
+
+
+def parse_pair(text: str) -> tuple[str, str]:
+    """``system:twin`` -> (system, twin)."""
+    system, sep, twin = text.partition(":")
+    if not sep or not system or not twin or ":" in twin:
+        raise PunctInputError(f"--pair expects <pause-aware system>:<text-only twin>, got "
+                              f"{text!r}")
+    return system, twin
+
+
+def read_scores(path: Path) -> tuple[str, dict[str, float]]:
+    """(label set, the ``all`` metrics) of a scores.json."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return str(data["label_set"]), data["metrics"]["all"]
+    except (ValueError, KeyError, TypeError):
+        raise PunctInputError("not a scores.json of punct.bin.score", path) from None
+
+
+def pair_gain(exp_dir: Path, system: str, twin: str, test_set: str) -> PauseGain | None:
+    """The gain of ``system`` over ``twin`` on ``test_set``; None when a score is missing."""
+    paths = [exp_dir / name / f"decode_{test_set}" / "scores.json" for name in (system, twin)]
+    missing = [p for p in paths if not p.is_file()]
+    if missing:
+        print(f"pause_gain: {system} vs {twin} on {test_set} left out: no {missing[0]}",
+              file=sys.stderr)
+        return None
+    (labels, ours), (twin_labels, theirs) = read_scores(paths[0]), read_scores(paths[1])
+    if labels != twin_labels:
+        raise PunctInputError(f"{system} ({labels}) and {twin} ({twin_labels}) are scored on "
+                              "different label sets", paths[1])
+    micro, twin_micro = 100 * ours["micro_f1"], 100 * theirs["micro_f1"]
+    macro, twin_macro = 100 * ours["macro_f1"], 100 * theirs["macro_f1"]
+    return PauseGain(twin, test_set, labels, round(micro, 1), round(twin_micro, 1),
+                     round(micro - twin_micro, 1), round(macro, 1), round(twin_macro, 1),
+                     round(macro - twin_macro, 1))
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m punct.bin.pause_gain", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--exp-dir", type=Path, default=Path("exp"))
+    p.add_argument("--sets", default="test", help="test sets, space-separated")
+    p.add_argument("--pair", action="append", default=[], required=True,
+                   metavar="SYSTEM:TWIN", help="a pause-aware system and its text-only twin")
+    p.add_argument("--json", type=Path, default=None, help="write the rows here (JSON)")
+    args = p.parse_args(argv)
+    try:
+        pairs = [parse_pair(text) for text in args.pair]
+        rows: dict[str, dict[str, object]] = {}
+        for test_set in args.sets.split():
+            for system, twin in pairs:
+                gain = pair_gain(args.exp_dir, system, twin, test_set)
+                if gain is None:
+                    continue
+                rows[f"{system} ({test_set})"] = asdict(gain)
+                print(f"{system} - {twin} on {test_set}: micro-F1 {gain.micro_f1:.1f} - "
+                      f"{gain.twin_micro_f1:.1f} = {gain.micro_gain:+.1f}, macro-F1 "
+                      f"{gain.macro_gain:+.1f}")
+    except PunctInputError as err:
+        return report_error("pause_gain", err)
+    if args.json is not None:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(rows, indent=1) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
