@@ -11,5 +11,5 @@ exec ../../../utils/stage_driver.sh --corpus mini --model-conf-dir conf/model \
   --baseline-systems "brnn_text brnn_pause prosodic_pp_dense prosodic_pp_sparse prosodic_pp_nopause prosodic_pp_labelonly" \
   --transformer-systems "autopunct_text autopunct_dg unipunc unipunc_brnn" \
   --report-layouts "autopunct moro unipunc" \
-  --pause-twins "brnn_pause:brnn_text autopunct_dg:autopunct_text prosodic_pp_dense:prosodic_pp_nopause prosodic_pp_sparse:prosodic_pp_nopause" \
+  --pause-twins "brnn_pause:brnn_text unipunc_brnn:brnn_text autopunct_dg:autopunct_text prosodic_pp_dense:prosodic_pp_nopause prosodic_pp_sparse:prosodic_pp_nopause" \
   "$@"
