@@ -16,7 +16,8 @@ def write_scores(exp: Path, system: str, test_set: str, micro: float, macro: flo
     out = exp / system / f"decode_{test_set}"
     out.mkdir(parents=True)
     (out / "scores.json").write_text(json.dumps({
-        "format": "punct-scores/1", "system": system, "label_set": label_set,
+        "format": "punct-scores/1", "system": system, "test_set": test_set,
+        "label_set": label_set,
         "metrics": {"all": {"micro_f1": micro, "macro_f1": macro}}}), encoding="utf-8")
 
 

@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from punct.errors import PunctInputError, report_error
+from punct.score.tables import load_scores
 
 
 @dataclass
@@ -45,15 +46,6 @@ def parse_pair(text: str) -> tuple[str, str]:
     return system, twin
 
 
-def read_scores(path: Path) -> tuple[str, dict[str, float]]:
-    """(label set, the ``all`` metrics) of a scores.json."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        return str(data["label_set"]), data["metrics"]["all"]
-    except (ValueError, KeyError, TypeError):
-        raise PunctInputError("not a scores.json of punct.bin.score", path) from None
-
-
 def pair_gain(exp_dir: Path, system: str, twin: str, test_set: str) -> PauseGain | None:
     """The gain of ``system`` over ``twin`` on ``test_set``; None when a score is missing."""
     paths = [exp_dir / name / f"decode_{test_set}" / "scores.json" for name in (system, twin)]
@@ -62,7 +54,9 @@ def pair_gain(exp_dir: Path, system: str, twin: str, test_set: str) -> PauseGain
         print(f"pause_gain: {system} vs {twin} on {test_set} left out: no {missing[0]}",
               file=sys.stderr)
         return None
-    (labels, ours), (twin_labels, theirs) = read_scores(paths[0]), read_scores(paths[1])
+    ours_doc, twin_doc = (load_scores([path])[0] for path in paths)
+    labels, twin_labels = ours_doc["label_set"], twin_doc["label_set"]
+    ours, theirs = ours_doc["metrics"]["all"], twin_doc["metrics"]["all"]
     if labels != twin_labels:
         raise PunctInputError(f"{system} ({labels}) and {twin} ({twin_labels}) are scored on "
                               "different label sets", paths[1])
