@@ -243,7 +243,10 @@ def test_scorer_aligns_on_speech_words(tmp_path: Path) -> None:
     doc = json.loads(out.read_text())
     assert doc["counts"]["words"] == 3 and doc["metrics"]["all"]["micro_f1"] == pytest.approx(0.8)
     # unmapped tokens are words: with a map that does not know <hes>, the tables differ
+    # (strict: an error; else <hes> is an inserted word)
     mine = tmp_path / "mine.yaml"
     mine.write_text("nonspeech: ['<breath>', '[noise]']\n", encoding="utf-8")
     with pytest.raises(PunctInputError, match="hypothesis has '<hes>'"):
-        score_tables(ref, hyp_ns, "full13", nonspeech=str(mine))
+        score_tables(ref, hyp_ns, "full13", nonspeech=str(mine), strict=True)
+    aligned = score_tables(ref, hyp_ns, "full13", nonspeech=str(mine))["all"]
+    assert aligned["asr"]["ins"] == 1 and aligned["words"] == 4

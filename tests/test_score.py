@@ -132,7 +132,7 @@ def test_mismatched_word_names_both_files_utterance_and_line(tmp_path):
     hyp_p = _write(tmp_path, "hyp", {"u1": words("u1", 2), "u2": bad})
     with pytest.raises(PunctInputError) as err:
         score_tables(read_word_table(ref_p), read_word_table(hyp_p), "full13",
-                     ref_path=ref_p, hyp_path=hyp_p)
+                     ref_path=ref_p, hyp_path=hyp_p, strict=True)
     msg = str(err.value)
     assert str(ref_p) in msg and str(hyp_p) in msg
     assert "u2" in msg and "word 2" in msg and "'w2'" in msg and "'other'" in msg
@@ -196,7 +196,7 @@ def test_score_cli_mismatch_exit_1(tmp_path, capsys):
     ref_p = _write(tmp_path, "ref", {"u1": words("u1", 2)})
     hyp_p = _write(tmp_path, "hyp", {"u1": words("u1", 3)})
     rc = score_cli.main(["--ref", str(ref_p), "--hyp", str(hyp_p), "--out",
-                         str(tmp_path / "s.json")])
+                         str(tmp_path / "s.json"), "--strict"])
     err = capsys.readouterr().err
     assert rc == 1
     assert str(ref_p) in err and str(hyp_p) in err and "u1" in err

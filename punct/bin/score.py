@@ -1,5 +1,10 @@
 """Score a hypothesis word table against the reference: writes scores.json.
 
+The hypothesis' words may differ from the reference's (an ASR transcript): they are then
+aligned by edit distance, the punctuation and capitalisation figures are counted over the
+aligned word slots and each metrics group gets the WER (``asr``); see docs/ASR.md.
+``--strict`` refuses differing words instead.
+
 Example:
   python -m punct.bin.score --ref data/test/words.tsv --hyp exp/X/decode_test/words.tsv \\
       --utt2lang data/test/utt2lang --decode-info exp/X/decode_test/decode.json \\
@@ -71,6 +76,7 @@ def build_scores(args: argparse.Namespace) -> dict[str, Any]:
     metrics = score_tables(
         ref, hyp, label_set, utt2lang, lang_groups=args.lang_group, ref_path=ref_path,
         hyp_path=hyp_path, utt2lang_path=args.utt2lang, nonspeech=args.nonspeech,
+        strict=args.strict,
     )
     return {
         "format": FORMAT,
@@ -96,7 +102,8 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m punct.bin.score", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--ref", required=True, help="reference word table (words.tsv)")
-    p.add_argument("--hyp", required=True, help="hypothesis word table (same words)")
+    p.add_argument("--hyp", required=True,
+                   help="hypothesis word table (its words may differ: they are aligned)")
     p.add_argument("--out", required=True, help="scores JSON to write")
     p.add_argument("--utt2lang", help="utt2lang of the test set: adds per-language metrics")
     p.add_argument("--label-set", default=None, choices=sorted(LABEL_SETS),
@@ -106,6 +113,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--system", help="system name (default: the exp dir of --hyp)")
     p.add_argument("--test-set", help="test set name (default: the data dir of --ref)")
     p.add_argument("--corpus", help="corpus name (default: from an egs/<corpus>/ path)")
+    p.add_argument("--strict", action="store_true",
+                   help="refuse a hypothesis whose words differ from the reference's "
+                        "(instead of aligning them)")
     add_nonspeech_option(p)
     p.add_argument("--lang-group", action="append", default=None,
                    help="languages scored together, e.g. es+eu (repeatable; default: "
@@ -128,8 +138,10 @@ def main(argv: list[str] | None = None) -> int:
     tmp.replace(out)
     m = doc["metrics"]["all"]
     ser = "n/a" if m["ser"] is None else f"{100 * m['ser']:.1f}"
+    asr = m.get("asr")
+    wer = "" if asr is None or asr["wer"] is None else f", WER {100 * asr['wer']:.1f}"
     print(f"{doc['system']} on {doc['test_set']} ({doc['label_set']}): "
-          f"{m['words']} words, micro-F1 {100 * m['micro_f1']:.1f}, "
+          f"{m['words']} words{wer}, micro-F1 {100 * m['micro_f1']:.1f}, "
           f"macro-F1 {100 * m['macro_f1']:.1f}, SER {ser}, "
           f"cap micro-F1 {100 * m['cap_micro_f1']:.1f}, BLEU {doc['text']['bleu']:.1f}, "
           f"chrF {doc['text']['chrf']:.1f}, TER {doc['text']['ter']:.1f} -> {out}")

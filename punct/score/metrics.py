@@ -25,16 +25,40 @@ Reference and hypothesis are aligned on words without non-speech tokens
 (:func:`speech_rows`, the corpus' map of ``punct.data.nonspeech``): a ``<breath>`` row that
 ``restore`` passed through is no word slot, and one side may hold it while the other does
 not.
+
+**Different word sequences** (an ASR hypothesis; docs/ASR.md). Where an utterance's
+hypothesis words differ from the reference words (case-insensitive), the two are aligned by
+edit distance (:func:`punct.data.word_align.align_words`), and every column of the
+alignment is a word slot:
+
+- a reference word aligned to a hypothesis word (match or substitution) is one slot whose
+  mark sets and capitalisation labels are compared as above;
+- a deleted reference word is a slot whose hypothesis side is empty (no mark, cap ``O``):
+  each of its reference marks is a false negative (an SER deletion when it has any), and
+  its capitalisation label, if not ``O``, a capitalisation false negative; its marks are
+  *not* moved to a neighbour (unlike label projection, :mod:`punct.data.projection`);
+- an inserted hypothesis word is a slot whose reference side is empty: each of its marks
+  is a false positive (an SER insertion when it has any), its capitalisation label, if not
+  ``O``, a capitalisation false positive.
+
+So ``words`` counts slots (reference words plus inserted words) and the accuracies are
+over these slots. Each group then also has ``asr``: ``wer`` = (S + D + I) / N_ref over the
+speech words, case-insensitive, with ``sub``, ``del``, ``ins``, ``ref_words`` and
+``hyp_words``. ``asr`` is there only when some utterance's words differ; where all are the
+same, every figure (and every key) is that of the slot-by-slot comparison above.
+``strict=True`` refuses differing words instead (:func:`check_aligned`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from punct.data.nonspeech import NonSpeechMap, load_nonspeech_map
+from punct.data.projection import check_same_utterances
+from punct.data.word_align import DEL, INS, EditCounts, align_words, edit_counts
 from punct.errors import PunctInputError
 from punct.labels import CAP_LABELS, PUNCT_LABELS, LabelSet, get_label_set
 from punct.wordtable import WordRow
@@ -117,6 +141,7 @@ class Tally:
     cap_correct: int = 0
     ref_o_slots: int = 0
     ref_o_caps: int = 0
+    edits: EditCounts = field(default_factory=EditCounts)
 
     def __post_init__(self) -> None:
         self.punct = {lab: ClassCounts() for lab in self.labels}
@@ -150,8 +175,8 @@ class Tally:
             if ref_cap != "O":
                 self.cap[ref_cap].fn += 1
 
-    def summary(self) -> dict[str, Any]:
-        """The metrics of this group as a JSON-ready dict."""
+    def summary(self, asr: bool = False) -> dict[str, Any]:
+        """The metrics of this group as a JSON-ready dict (``asr``: with the WER figures)."""
         micro = ClassCounts()
         for cnt in self.punct.values():
             micro.add(cnt)
@@ -195,6 +220,7 @@ class Tally:
                 "cap_micro_f1": 0.0,
                 "cap_accuracy": self.ref_o_caps / words if words else None,
             },
+            **({"asr": self.edits.as_dict()} if asr else {}),
         }
 
 
@@ -232,18 +258,8 @@ def check_aligned(
 ) -> None:
     """Raise PunctInputError unless ``hyp`` has the same utterances and words as ``ref``."""
     files = f"(ref {ref_path or '<ref>'}, hyp {hyp_path or '<hyp>'})"
-    for utt_id in ref:
-        if utt_id not in hyp:
-            raise PunctInputError(
-                f"utterance {utt_id} of the reference is missing from the hypothesis {files}",
-                hyp_path, None,
-            )
-    for utt_id in hyp:
-        if utt_id not in ref:
-            raise PunctInputError(
-                f"utterance {utt_id} of the hypothesis is not in the reference {files}",
-                hyp_path, _line_of(hyp_path, utt_id, 0),
-            )
+    check_same_utterances(ref, hyp, ref_path, hyp_path,
+                          lambda utt_id: _line_of(hyp_path, utt_id, 0))
     for utt_id, ref_rows in ref.items():
         hyp_rows = hyp[utt_id]
         for i in range(max(len(ref_rows), len(hyp_rows))):
@@ -257,6 +273,39 @@ def check_aligned(
                 )
         _check_labels(ref_rows, ref_path, "reference")
         _check_labels(hyp_rows, hyp_path, "hypothesis")
+
+
+def check_comparable(
+    ref: Mapping[str, Sequence[WordRow]],
+    hyp: Mapping[str, Sequence[WordRow]],
+    ref_path: str | Path | None = None,
+    hyp_path: str | Path | None = None,
+) -> None:
+    """Raise PunctInputError unless both sides hold the same utterances with known labels
+    (their words may differ)."""
+    check_same_utterances(ref, hyp, ref_path, hyp_path,
+                          lambda utt_id: _line_of(hyp_path, utt_id, 0))
+    for utt_id, ref_rows in ref.items():
+        _check_labels(ref_rows, ref_path, "reference")
+        _check_labels(hyp[utt_id], hyp_path, "hypothesis")
+
+
+Slot = tuple[WordRow | None, WordRow | None]
+
+
+def aligned_slots(ref_rows: Sequence[WordRow], hyp_rows: Sequence[WordRow], *,
+                  what: str = "", path: str | Path | None = None
+                  ) -> tuple[list[Slot], EditCounts]:
+    """The word slots of one utterance (module docstring): ``(ref row, hyp row)`` pairs,
+    None on the side of a deletion or insertion, and the edit counts. Equal words
+    (case-insensitive) pair up in order without aligning."""
+    if [r.word.lower() for r in ref_rows] == [h.word.lower() for h in hyp_rows]:
+        return list(zip(ref_rows, hyp_rows, strict=True)), EditCounts(matches=len(ref_rows))
+    pairs = align_words([r.word for r in ref_rows], [h.word for h in hyp_rows],
+                        what=what, path=path)
+    slots: list[Slot] = [(None if p.op == INS else ref_rows[p.ref],
+                          None if p.op == DEL else hyp_rows[p.hyp]) for p in pairs]
+    return slots, edit_counts(pairs)
 
 
 def speech_rows(table: Mapping[str, Sequence[WordRow]],
@@ -287,16 +336,23 @@ def score_tables(
     hyp_path: str | Path | None = None,
     utt2lang_path: str | Path | None = None,
     nonspeech: NonSpeechMap | str | None = None,
+    strict: bool = False,
 ) -> dict[str, dict[str, Any]]:
     """Metrics of ``hyp`` against ``ref``: ``{"all": {...}, "<lang>": {...}, ...}``.
 
     Both sides are mapped through ``label_set``, and scored on their speech words
     (:func:`speech_rows` with ``nonspeech``). With ``utt2lang`` there is one entry per
     language, plus one per ``lang_groups`` entry (e.g. ``"es+eu"``) whose languages all occur.
+    Hypothesis words that differ from the reference are aligned (module docstring), unless
+    ``strict``: then they are an error (:func:`check_aligned`).
     """
     ls = get_label_set(label_set) if isinstance(label_set, str) else label_set
     ref, hyp = speech_rows(ref, nonspeech), speech_rows(hyp, nonspeech)
-    check_aligned(ref, hyp, ref_path, hyp_path)
+    if strict:
+        check_aligned(ref, hyp, ref_path, hyp_path)
+    else:
+        check_comparable(ref, hyp, ref_path, hyp_path)
+    differ = False
     groups = [g.lower() for g in lang_groups]
     tallies: dict[str, Tally] = {}
     for utt_id, ref_rows in ref.items():
@@ -308,10 +364,16 @@ def score_tables(
         targets = [tallies.setdefault(g, Tally(ls.labels)) for g in _groups_of(lang, groups)]
         for tally in targets:
             tally.utterances += 1
-        for r, h in zip(ref_rows, hyp[utt_id], strict=True):
-            rset, hset = frozenset(ls.map(r.punct)), frozenset(ls.map(h.punct))
+        slots, counts = aligned_slots(ref_rows, hyp[utt_id], what=f"utterance {utt_id}",
+                                      path=hyp_path)
+        differ = differ or counts.matches != len(slots)
+        for r, h in slots:
+            rset = frozenset(ls.map(r.punct)) if r else frozenset()
+            hset = frozenset(ls.map(h.punct)) if h else frozenset()
             for tally in targets:
-                tally.add_word(rset, hset, r.cap, h.cap)
+                tally.add_word(rset, hset, r.cap if r else "O", h.cap if h else "O")
+        for tally in targets:
+            tally.edits = tally.edits + counts
     if not tallies:
         tallies["all"] = Tally(ls.labels)
     langs = {utt2lang[u].lower() for u in ref} if utt2lang is not None else set()
@@ -319,5 +381,5 @@ def score_tables(
     for name, tally in tallies.items():
         if "+" in name and not set(name.split("+")) <= langs:
             continue
-        out[name] = tally.summary()
+        out[name] = tally.summary(asr=differ)
     return out

@@ -190,7 +190,7 @@ def table4_micro_f1(scores: Sequence[dict[str, Any]], doc: dict[str, Any] | None
         "word slots. Our columns are the languages of our test sets (utt2lang); ES+EU = "
         "Spanish and Basque utterances together; ALL = the whole test set. Published "
         "columns: the paper's EU and ES test sets, and both with one ES+EU model."
-        + published_note(doc),
+        + asr_note(scores) + published_note(doc),
     )
 
 
@@ -201,7 +201,7 @@ def table6_cap_f1(scores: Sequence[dict[str, Any]], doc: dict[str, Any] | None) 
         "Table 6: capitalisation micro-F1 (%) over FIRST_CAP and ALL_CAPS",
         _scalar_table(scores, doc, "table6", "cap_micro_f1"),
         f"{NA} = the system does not model capitalisation. The paper's BRNN does not "
-        "capitalise and has no row." + published_note(doc),
+        "capitalise and has no row." + asr_note(scores) + published_note(doc),
     )
 
 
@@ -232,7 +232,7 @@ def table5_class_f1(scores: Sequence[dict[str, Any]], doc: dict[str, Any] | None
     frame["_ours"] = frame["Source"] != OURS
     frame = frame.sort_values(["_lang", "_ours"], kind="stable").drop(columns=["_lang", "_ours"])
     omitted = ", ".join(doc["tables"]["table5"].get("omitted", [])) if doc else ""
-    note = "F1 per mark (%), counted label by label over word slots."
+    note = "F1 per mark (%), counted label by label over word slots." + asr_note(scores)
     if omitted:
         note += f" {MISSING} in a published row: the paper omits {omitted} (F1 0.0 everywhere)."
     note += published_note(doc)
@@ -292,13 +292,32 @@ def _text_values(text: dict[str, Any] | None) -> dict[str, float]:
     return {col: float(text[key]) if key in text else float("nan") for col, key in TEXT_METRICS}
 
 
+def asr_note(scores: Sequence[dict[str, Any]]) -> str:
+    """The note of tables that hold scores of ASR hypotheses (words aligned), else ""."""
+    if not any("asr" in s["metrics"]["all"] for s in scores):
+        return ""
+    return (" WER: the hypothesis words differ from the reference (ASR); they are aligned by "
+            "edit distance and scored over the aligned word slots (Words = reference words "
+            "plus inserted words): a mark of a deleted reference word is a false negative, "
+            "a mark on an inserted word a false positive (docs/ASR.md).")
+
+
+def _wer(score: dict[str, Any]) -> float:
+    asr = score["metrics"]["all"].get("asr") or {}
+    return _pct(asr.get("wer")) if asr else float("nan")
+
+
 def summary_table(scores: Sequence[dict[str, Any]]) -> Table:
-    """All headline metrics of our systems on whole test sets, with the all-O baseline."""
+    """All headline metrics of our systems on whole test sets, with the all-O baseline
+    (and the WER where some scores are of ASR hypotheses)."""
+    with_wer = bool(asr_note(scores))
     records = []
     for s in scores:
         m = s["metrics"]["all"]
         row = _key(OURS, s["system"], data_label(s), s["label_set"])
         row["Words"] = m["words"]
+        if with_wer:
+            row["WER"] = _wer(s)
         for col, key in SUMMARY_METRICS:
             na = key.startswith("cap_") and not cap_modelled(s)
             row[col] = NA if na else _pct(m.get(key))
@@ -308,11 +327,14 @@ def summary_table(scores: Sequence[dict[str, Any]]) -> Table:
         m = s["metrics"]["all"]
         row = _key(OURS, BASELINE, data_label(s), s["label_set"])
         row["Words"] = m["words"]
+        if with_wer:
+            row["WER"] = _wer(s)
         base = m.get("baseline_all_o") or {}
         row.update({col: _pct(base.get(key)) for col, key in SUMMARY_METRICS})
         row.update(_text_values((s.get("text") or {}).get("baseline")))
         records.append(row)
-    cols = [*KEY_COLUMNS, "Words", *(c for c, _ in SUMMARY_METRICS), *(c for c, _ in TEXT_METRICS)]
+    cols = [*KEY_COLUMNS, "Words", *(["WER"] if with_wer else []),
+            *(c for c, _ in SUMMARY_METRICS), *(c for c, _ in TEXT_METRICS)]
     frame = pd.DataFrame.from_records(records, columns=cols).drop(columns=["Source"])
     return Table(
         "summary", "Summary: our systems on the whole test sets (%)", frame,
@@ -321,7 +343,7 @@ def summary_table(scores: Sequence[dict[str, Any]]) -> Table:
         "words with exactly the right marks; cap F1 = micro F1 over FIRST_CAP and ALL_CAPS. "
         "BLEU, chrF, TER: sacrebleu (13a tokens, character 6-grams, case-sensitive TER) of the "
         "restored cased text against the reference text; the all-O baseline is the "
-        "lower-cased text without marks.",
+        "lower-cased text without marks." + asr_note(scores),
     )
 
 
