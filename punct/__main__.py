@@ -13,6 +13,9 @@ import importlib
 import sys
 from pathlib import Path
 
+from punct.errors import report_error
+from punct.extras import MissingExtraError
+
 BIN_DIR = Path(__file__).resolve().parent / "bin"
 
 
@@ -49,7 +52,10 @@ def main(argv: list[str] | None = None) -> int:
     if name not in tools():
         print(f"punct: unknown tool {args[0]!r}\n\n{usage()}", file=sys.stderr)
         return 2
-    module = importlib.import_module(f"punct.bin.{name}")
+    try:
+        module = importlib.import_module(f"punct.bin.{name}")
+    except MissingExtraError as err:  # a tool of an optional extra that is not installed
+        return report_error(name, err)
     try:
         return int(module.main(rest) or 0)
     except SystemExit as done:  # argparse --help / usage errors

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from punct.align.ctm import read_ctm, write_ctm
 from punct.align.pauses import attach_timings, compute_pauses
-from punct.align.textgrid import read_textgrid, textgrid_silences, textgrid_words
+from punct.data.ctm import read_ctm, write_ctm
+from punct.data.textgrid import read_textgrid, textgrid_silences, textgrid_words
 from punct.data.timed import END_OF_DOCUMENT_PAUSE, TimedWord, pauses
 from punct.errors import MissingDataError, PunctInputError
 from punct.wordtable import rows_from_text

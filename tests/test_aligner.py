@@ -11,11 +11,11 @@ import pytest
 import soundfile as sf
 
 from punct.align.base import AlignRequest, available_aligners, get_aligner
-from punct.align.ctm import read_ctm, write_ctm
 from punct.align.evaluate import evaluate
-from punct.align.textgrid import read_textgrid, textgrid_silences, textgrid_words
 from punct.align.vad_aligner import align_words, predicted_syllables
 from punct.bin import align as align_cli
+from punct.data.ctm import read_ctm, write_ctm
+from punct.data.textgrid import read_textgrid, textgrid_silences, textgrid_words
 from punct.data.timed import END_OF_DOCUMENT_PAUSE
 from punct.wordtable import read_word_table, rows_from_text, write_word_table
 

@@ -18,7 +18,7 @@ PACKAGE = ROOT / "punct"
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("punct", "punct.errors", "punct.registry", "punct.conf"),
     ("punct.data", "punct.labels", "punct.wordtable", "punct.kaldi", "punct.jobs_split",
-     "punct.config"),
+     "punct.config", "punct.extras"),
     ("punct.features",),
     ("punct.models",),
     ("punct.synth", "punct.score", "punct.launch"),

@@ -22,8 +22,8 @@ from punct.align.dtw_aligner import (
     voice_for,
 )
 from punct.align.evaluate import evaluate
-from punct.align.textgrid import textgrid_words
 from punct.align.vad import frame_log_energy
+from punct.data.textgrid import textgrid_words
 from punct.data.timed import TimedWord
 from punct.errors import PunctInputError
 from punct.features import add_deltas, cmvn, mel_filterbank, mfcc

@@ -19,10 +19,10 @@ import pytest
 
 from punct.align.base import AlignRequest, get_aligner, speech_request
 from punct.align.evaluate import evaluate
-from punct.align.textgrid import read_textgrid, textgrid_words
 from punct.bin.align import main as align_main
 from punct.data.audio import load_requests
 from punct.data.ctm import ctm_lines
+from punct.data.textgrid import read_textgrid, textgrid_words
 from punct.data.timed import TimedWord, pauses
 from punct.wordtable import read_word_table, rows_from_text, write_word_table
 

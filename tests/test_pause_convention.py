@@ -22,10 +22,10 @@ from helpers.tinybert import build_tiny_bert
 
 import punct.infer.decode
 import punct.infer.stream
-from punct.align.ctm import write_ctm
 from punct.align.pauses import attach_timings, compute_pauses
 from punct.bin import decode as decode_cli
 from punct.bin import restore as restore_cli
+from punct.data.ctm import write_ctm
 from punct.data.timed import END_OF_DOCUMENT_PAUSE, TimedWord
 from punct.models.base import WordSeq
 from punct.wordtable import rows_from_text, write_word_table

@@ -12,7 +12,7 @@ import soundfile as sf
 from punct.align.base import AlignRequest, get_aligner
 from punct.align.evaluate import evaluate
 from punct.align.pocketsphinx_aligner import espeak_phones
-from punct.align.textgrid import textgrid_words
+from punct.data.textgrid import textgrid_words
 from punct.errors import PunctInputError
 
 MFA = Path("/work/shared/data/mfa_english_word_alignments")

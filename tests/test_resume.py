@@ -16,11 +16,15 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
+from helpers.tiny import tiny_brnn_exp
 from helpers.trainset import TINY, make_set
 
+from punct.bin import export as export_cli
+from punct.bin import restore as restore_cli
 from punct.bin import train as train_cli
 from punct.errors import MissingDataError
 from punct.models.brnn import SlotModel
+from punct.models.checkpoint import load_checkpoint
 from punct.train.checkpoint import (
     PREEMPTED_EXIT,
     CorruptCheckpointError,
@@ -297,3 +301,22 @@ def test_autopunct_resume_is_identical(data: Path, tmp_path: Path, train_layers:
     monkeypatch.setattr(AutopunctModel, "loss", original)
     train_experiment(*args, tmp_path / "cut", quiet=True, resume=True)
     assert_same_run(tmp_path / "full", tmp_path / "cut")
+
+
+@pytest.mark.parametrize("with_sum", [True, False])
+def test_truncated_best_pt_is_one_clear_error(tmp_path: Path, with_sum: bool,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """restore and export name the damaged best.pt and the way out, no torch traceback,
+    whether or not the trainer's best.pt.sha256 is beside it."""
+    exp = tiny_brnn_exp(tmp_path / "exp")
+    best = exp / "best.pt"
+    if with_sum:
+        save_atomic(load_checkpoint(best), best)
+    best.write_bytes(best.read_bytes()[: best.stat().st_size // 2])
+    assert restore_cli.main(["--exp-dir", str(exp), "--device", "cpu"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("restore: damaged checkpoint: ")
+    assert str(best) in err and "--checkpoint last" in err
+    assert ("does not match best.pt.sha256" in err) == with_sum
+    assert export_cli.main(["--exp-dir", str(exp), "--out", str(tmp_path / "m")]) == 1
+    assert "damaged checkpoint" in capsys.readouterr().err

@@ -1,9 +1,13 @@
-"""Stage 2: word timings from audio (pluggable aligners), CTM/TextGrid I/O, pauses.
+"""Stage 2: word timings from audio (pluggable aligners), pauses, alignment evaluation.
 
-- :mod:`punct.align.base`: ``TimedWord``, ``AlignRequest``, ``AlignResult``, ``Aligner``,
-  ``get_aligner`` and ``available_aligners`` (names from :mod:`punct.registry`).
-- :mod:`punct.align.ctm` / :mod:`punct.align.textgrid`: file formats and the ``ctm``,
-  ``reference`` and ``textgrid`` aligners.
+The package imports nothing on its own (some aligners need optional extras); import the
+module you need:
+
+- :mod:`punct.align.base`: ``AlignResult``, ``Aligner``, ``get_aligner`` and
+  ``available_aligners`` (names from :mod:`punct.registry`).
+- :mod:`punct.align.ctm` / :mod:`punct.align.textgrid`: the ``ctm``, ``reference`` and
+  ``textgrid`` aligners (the file readers are :mod:`punct.data.ctm` and
+  :mod:`punct.data.textgrid`).
 - :mod:`punct.align.vad` + :mod:`punct.align.vad_aligner`: the offline ``vad`` aligner.
 - :mod:`punct.align.dtw_aligner`: ``dtw``, MFCC DTW against eSpeak NG renderings (any
   language eSpeak speaks).
@@ -16,29 +20,3 @@
 - :mod:`punct.align.pauses`: ``attach_timings`` and ``compute_pauses`` for the word table.
 - :mod:`punct.align.evaluate`: boundary error and pause precision/recall/F1.
 """
-
-from __future__ import annotations
-
-from punct.align.base import Aligner, AlignRequest, AlignResult, available_aligners, get_aligner
-from punct.align.ctm import read_ctm, write_ctm
-from punct.align.evaluate import evaluate
-from punct.align.pauses import attach_timings, compute_pauses
-from punct.align.textgrid import read_textgrid, textgrid_silences, textgrid_words
-from punct.data.timed import TimedWord
-
-__all__ = [
-    "AlignRequest",
-    "AlignResult",
-    "Aligner",
-    "TimedWord",
-    "attach_timings",
-    "available_aligners",
-    "compute_pauses",
-    "evaluate",
-    "get_aligner",
-    "read_ctm",
-    "read_textgrid",
-    "textgrid_silences",
-    "textgrid_words",
-    "write_ctm",
-]

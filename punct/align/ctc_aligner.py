@@ -37,6 +37,7 @@ from punct.align.base import Aligner, AlignRequest, AlignResult, check_plausible
 from punct.align.ctc import CtcAlignError, CtcPath, viterbi, word_spans
 from punct.data.timed import TimedWord
 from punct.errors import MissingDataError, PunctInputError
+from punct.extras import require
 
 if TYPE_CHECKING:
     import torch
@@ -187,10 +188,10 @@ class CtcModel:
 def _resample(samples: np.ndarray, rate: int, target: int) -> np.ndarray:
     if rate == target:
         return samples.astype(np.float32, copy=False)
-    from scipy.signal import resample_poly
-
+    signal = require("scipy.signal", "align", "resampling audio")  # optional extra: scipy
     g = math.gcd(rate, target)
-    return resample_poly(samples.astype(np.float64), target // g, rate // g).astype(np.float32)
+    out = signal.resample_poly(samples.astype(np.float64), target // g, rate // g)
+    return out.astype(np.float32)
 
 
 class CtcAligner(Aligner):

@@ -19,9 +19,9 @@ import sys
 import types
 from typing import Any
 
-from punct.errors import MissingDataError
+from punct.extras import MissingExtraError, install_hint
 
-INSTALL_HINT = "install the optional ESPnet extra with `./setup.sh --with-espnet`"
+INSTALL_HINT = f"install the optional ESPnet extra with `{install_hint('espnet')}`"
 STUB_MODULES = (
     "torchaudio",
     "torchaudio.compliance",
@@ -32,7 +32,7 @@ STUB_MODULES = (
 )
 
 
-class EspnetMissingError(MissingDataError):
+class EspnetMissingError(MissingExtraError):
     """The ESPnet extra is not installed or does not import (exit code 2 in the tools)."""
 
 

@@ -17,11 +17,11 @@ from typing import Any
 
 import numpy as np
 import yaml
-from scipy.signal import resample_poly
 
 from punct.align.espnet_env import import_espnet2
 from punct.data.timed import TimedWord
 from punct.errors import MissingDataError, PunctInputError
+from punct.extras import require
 
 #: Parameter files tried in this order in a model directory (ESPnet's usual names).
 MODEL_FILE_NAMES = ("model.pth", "valid.acc.ave.pth", "valid.acc.best.pth",
@@ -64,8 +64,10 @@ def resample(samples: np.ndarray, rate: int, target: int) -> np.ndarray:
     """Mono float32 ``samples`` from ``rate`` to ``target`` Hz (polyphase)."""
     if rate == target:
         return samples.astype(np.float32, copy=False)
+    signal = require("scipy.signal", "espnet", "resampling audio")  # optional extra: scipy
     g = math.gcd(rate, target)
-    return resample_poly(samples.astype(np.float64), target // g, rate // g).astype(np.float32)
+    out = signal.resample_poly(samples.astype(np.float64), target // g, rate // g)
+    return out.astype(np.float32)
 
 
 def frontend_rate(train_args: Any) -> int:

@@ -40,6 +40,7 @@ from punct.align.base import Aligner, AlignRequest, AlignResult, check_plausible
 from punct.data.nonspeech import NonSpeechMap, load_nonspeech_map
 from punct.data.timed import TimedWord
 from punct.errors import PunctInputError
+from punct.extras import require
 from punct.synth.espeak import get_engine
 from punct.synth.resample import resample_int16
 
@@ -119,7 +120,8 @@ class _Decoder:
 
     @classmethod
     def get(cls, key: tuple[int, float, float, float]) -> Any:
-        import pocketsphinx
+        # optional extra: pocketsphinx is imported only when its aligner runs
+        pocketsphinx = require("pocketsphinx", "speech", "the pocketsphinx aligner")
 
         with cls._lock:
             if key not in cls._shared:

@@ -48,16 +48,11 @@ from punct.align.base import (
     speech_request,
     speech_words,
 )
-from punct.align.ctm import (
-    ReferenceAligner,
-    atomic_write_text,
-    read_ctm,
-    words_for_request,
-)
+from punct.align.ctm import ReferenceAligner, words_for_request
 from punct.align.evaluate import PAUSE_THRESHOLD, evaluate
 from punct.align.pauses import attach_timings, compute_pauses
 from punct.data.audio import load_requests
-from punct.data.ctm import ctm_lines
+from punct.data.ctm import atomic_write_text, ctm_lines, read_ctm
 from punct.data.nonspeech import add_nonspeech_option
 from punct.data.timed import TimedWord
 from punct.errors import PunctInputError, report_error

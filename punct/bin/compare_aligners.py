@@ -37,15 +37,16 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
-import soundfile
 
 from punct.align.base import AlignRequest, get_aligner
-from punct.align.ctm import atomic_write_text, read_ctm, words_for_request
+from punct.align.ctm import words_for_request
 from punct.align.evaluate import PAUSE_THRESHOLD, evaluate
-from punct.align.textgrid import read_textgrid, textgrid_words
 from punct.data.audio import load_requests
+from punct.data.ctm import atomic_write_text, read_ctm
+from punct.data.textgrid import read_textgrid, textgrid_words
 from punct.data.timed import TimedWord
 from punct.errors import MissingDataError, PunctInputError, report_error
+from punct.extras import require
 
 DEFAULT_ALIGNERS = ("vad", "dtw", "pocketsphinx")
 #: Languages each aligner serves (others: every language).
@@ -225,6 +226,7 @@ def long_recording(requests: Sequence[AlignRequest], seconds: float, out: Path,
         if rate is None:
             raise MissingDataError("no utterances to build the long recording from", None)
     wav = out / "long.wav"
+    soundfile = require("soundfile", "align", "writing wav files")  # optional extra: audio I/O
     soundfile.write(wav, np.concatenate(parts), rate, subtype="PCM_16")
     return wav, words
 

@@ -15,6 +15,7 @@ import argparse
 import sys
 
 from punct.errors import PunctInputError, report_error
+from punct.extras import require
 
 
 def build_parser(prog: str = "punct-export") -> argparse.ArgumentParser:
@@ -40,6 +41,10 @@ def main(argv: list[str] | None = None) -> int:
 
     set_loading_verbosity(args.verbose)
     try:
+        if args.onnx:  # the optional extras first, before anything is written
+            require("onnx", "onnx", "punct-export --onnx")
+        if args.quantize:
+            require("onnxruntime", "onnx", "punct-export --quantize")
         out = export_hub(args.exp_dir, args.out, args.checkpoint, args.train_data,
                          args.overwrite)
         if args.onnx:

@@ -27,12 +27,12 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-import kaldiio
 import numpy as np
 from tqdm import tqdm
 
 from punct.data.audio import AlignRequest, load_requests
 from punct.errors import PunctInputError, report_error
+from punct.extras import require
 from punct.features.fbank import FbankConfig, log_mel_fbank
 from punct.jobs_split import (
     add_job_options,
@@ -80,7 +80,7 @@ def wav2vec2_extractor(name: str) -> Extractor:
     """Samples, rate -> last hidden states of a frozen wav2vec 2.0 model (20 ms frames)."""
     # Lazy: torch and transformers are loaded only for the optional --wav2vec2 stream.
     import torch
-    from scipy.signal import resample_poly
+    signal = require("scipy.signal", "align", "resampling audio")  # optional extra: scipy
 
     model = load_pretrained("Wav2Vec2Model", name, "wav2vec 2.0 weights")
     model.eval()
@@ -89,7 +89,7 @@ def wav2vec2_extractor(name: str) -> Extractor:
         x = np.asarray(samples, dtype=np.float64)
         if rate != W2V_RATE:
             g = np.gcd(rate, W2V_RATE)
-            x = resample_poly(x, W2V_RATE // g, rate // g)
+            x = signal.resample_poly(x, W2V_RATE // g, rate // g)
         x = (x - x.mean()) / np.sqrt(x.var() + 1e-7)  # the feature extractor's normalisation
         if len(x) < 400:  # shorter than the convolutional receptive field
             x = np.pad(x, (0, 400 - len(x)))
@@ -125,6 +125,7 @@ def run_job(args: argparse.Namespace, job: int | None, extract: Extractor | None
                    else fbank_extractor(args.n_mels))
     tmp_scp = scp.with_name(scp.name + ".tmp")
     desc = f"{args.stream} {data_dir.name}" + (f" job {job}" if job else "")
+    kaldiio = require("kaldiio", "train", "writing features")  # optional extra: Kaldi ark/scp
     with kaldiio.WriteHelper(f"ark,scp:{ark},{tmp_scp}") as writer:
         for req in tqdm(requests, desc=desc, unit="utt", disable=not sys.stderr.isatty()):
             samples, rate = req.load_audio()

@@ -20,11 +20,11 @@ import sys
 import time
 from pathlib import Path
 
-import kaldiio
 import numpy as np
 
 from punct.data.audio import AlignRequest, load_requests
 from punct.errors import MissingDataError, PunctInputError, report_error
+from punct.extras import require
 from punct.features.prosody import ProsodyConfig, feature_names, prosody_features
 from punct.jobs_split import (
     add_job_options,
@@ -68,6 +68,7 @@ def write_features(data_dir: Path, ark: Path, scp: Path, job: int, num_jobs: int
         return 0  # done already
     ark.parent.mkdir(parents=True, exist_ok=True)
     tmp_scp = scp.with_name(scp.name + ".tmp")
+    kaldiio = require("kaldiio", "train", "writing features")  # optional extra: Kaldi ark/scp
     with kaldiio.WriteHelper(f"ark,scp:{ark.resolve()},{tmp_scp.resolve()}") as writer:
         for req in requests:
             samples, rate = req.load_audio()

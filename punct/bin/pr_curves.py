@@ -20,14 +20,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
 
 from punct.config import load_config
 from punct.data.sequences import load_data_dir
 from punct.errors import MissingDataError, PunctInputError, report_error
 from punct.infer.decode import load_experiment
 from punct.labels import get_label_set
+from punct.score.figure import new_figure, save_png
 from punct.wordtable import read_word_table
 
 THRESHOLDS = np.round(np.linspace(0.0, 1.0, 101), 2)
@@ -114,7 +113,7 @@ def plot(systems: list[dict[str, Any]], out: Path, title: str) -> None:
     labels = sorted({lab for s in systems for lab in s["curves"]},
                     key=lambda lab: list(systems[0]["curves"]).index(lab)
                     if lab in systems[0]["curves"] else 99)
-    fig = Figure(figsize=(4.5 * len(labels), 4))
+    fig = new_figure((4.5 * len(labels), 4))
     axes = np.atleast_1d(fig.subplots(1, len(labels), sharey=True))
     for ax, lab in zip(axes, labels, strict=True):
         for s in systems:
@@ -130,9 +129,7 @@ def plot(systems: list[dict[str, Any]], out: Path, title: str) -> None:
     axes[0].legend(fontsize=7, loc="lower left")
     fig.suptitle(title)
     fig.tight_layout()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    FigureCanvasAgg(fig)
-    fig.savefig(out, format="png", dpi=110)
+    save_png(fig, out)
 
 
 def main(argv: list[str] | None = None) -> int:

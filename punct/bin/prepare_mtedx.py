@@ -40,8 +40,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import soundfile
-
 from punct.data.mtedx import (
     Segment,
     clean_transcript,
@@ -55,6 +53,7 @@ from punct.data.unipunc_jsonl import (
     utterance_id,
 )
 from punct.errors import MissingDataError, PunctInputError, report_error
+from punct.extras import require
 from punct.kaldi import spk2utt_from_utt2spk, validate_data_dir, write_kv
 from punct.wordtable import WordRow, render_rows, rows_from_text, write_word_table
 
@@ -150,6 +149,7 @@ def segments_set(segments: Sequence[Segment], lang: str) -> DataSet:
 
 def sample_rate(audio: Path, path: Path, line: int) -> int:
     """The sample rate in ``audio``'s header (an unreadable file names the JSONL line)."""
+    soundfile = require("soundfile", "align", "reading audio headers")  # optional extra: audio I/O
     try:
         return int(soundfile.info(str(audio)).samplerate)
     except Exception as err:  # soundfile raises several types for bad audio

@@ -24,6 +24,8 @@ from typing import Any
 import torch
 
 from punct.errors import PunctInputError, report_error
+from punct.extras import require
+from punct.score.figure import new_figure, save_png
 from punct.train.env import set_num_threads
 
 COURTLAND_TABLE2 = {  # N: (overall F1 %, CPU runtime x, GPU runtime x), TED test set
@@ -134,11 +136,7 @@ def table2_markdown(rows: list[dict[str, Any]], device: str) -> str:
 
 def plot_sweep(rows: list[dict[str, Any]], path: Path) -> Path:
     """F1 (%) and relative runtime vs predictions per token, one line per system."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(9, 3.6))
-    FigureCanvasAgg(fig)
+    fig = new_figure((9, 3.6))
     ax_f1, ax_rt = fig.subplots(1, 2)
     for k, system in enumerate(dict.fromkeys(r["system"] for r in rows)):
         mine = sorted((r for r in rows if r["system"] == system), key=lambda r: r["per_token"])
@@ -159,14 +157,12 @@ def plot_sweep(rows: list[dict[str, Any]], path: Path) -> Path:
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, format="png", dpi=110)
-    return path
+    return save_png(fig, path)
 
 
 def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     """Sweep every system; write JSON, CSV, Markdown and PNG."""
-    import pandas as pd
+    pd = require("pandas", "report", "the sweep tables")  # optional extra
 
     from punct.infer.decode import pick_device
     from punct.train.env import collect_env

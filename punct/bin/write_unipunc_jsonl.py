@@ -20,10 +20,9 @@ import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
-import soundfile
-
 from punct.data.unipunc_jsonl import AudioRef, UnipuncRecord, write_unipunc_jsonl
 from punct.errors import MissingDataError, PunctInputError, report_error
+from punct.extras import require
 from punct.kaldi import (
     c_sorted,
     read_kv,
@@ -61,6 +60,7 @@ def data_dir_records(data_dir: Path, root: tuple[str, Path] | None = None
                      ) -> list[UnipuncRecord]:
     """The records of a data dir (see the module docstring)."""
     validate_data_dir(data_dir)
+    soundfile = require("soundfile", "align", "reading audio headers")  # optional extra
     text = read_kv(data_dir / "text")
     utt2spk = read_kv(data_dir / "utt2spk")
     langs = read_utt2lang(data_dir / "utt2lang", missing_ok=True)

@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import soundfile
 
 from punct.data.audio_decode import audio_duration, decode_audio, needs_decoder
 from punct.errors import MissingDataError, PunctInputError
+from punct.extras import require
 from punct.kaldi import c_sorted, read_segments, read_utt2lang, read_wav_scp
 from punct.wordtable import read_word_table
 
@@ -57,6 +57,7 @@ class AlignRequest:
         src = self.wav.strip()
         if not src:
             raise self.error("no audio (empty wav.scp entry)", missing=True)
+        soundfile = require("soundfile", "align", "reading audio")  # optional extra: audio I/O
         try:
             if src.endswith("|"):
                 proc = subprocess.run(
@@ -94,6 +95,7 @@ class AlignRequest:
     def _read_segment(self, src: str) -> tuple[np.ndarray, int]:
         """Read only the segment's samples of a file (talk-level recordings, e.g. mTEDx
         flac: seeking instead of decoding the whole talk for every utterance)."""
+        soundfile = require("soundfile", "align", "reading audio")  # optional extra: audio I/O
         info = soundfile.info(src)
         rate = int(info.samplerate)
         start, stop = self._bounds(info.frames, rate)
@@ -131,6 +133,7 @@ class AlignRequest:
                 except PunctInputError as err:
                     raise self.error(f"{src}: {err.message}",
                                      missing=isinstance(err, MissingDataError)) from err
+            soundfile = require("soundfile", "align", "reading audio")  # optional extra: audio I/O
             try:
                 info = soundfile.info(src)
             except Exception as err:

@@ -15,9 +15,9 @@ import subprocess
 from pathlib import Path
 
 import numpy as np
-import soundfile
 
 from punct.errors import MissingDataError, PunctInputError
+from punct.extras import require
 
 DECODED_SUFFIXES = (".m4a", ".mp4", ".aac")
 """File name endings read through a decoder instead of libsndfile."""
@@ -51,7 +51,7 @@ def decoder_name() -> str | None:
 
 
 def _decode_pyav(path: Path) -> tuple[np.ndarray, int]:
-    import av  # optional dependency, checked by decoder_name()
+    av = require("av", "align", "decoding m4a/mp4/aac")  # optional extra: PyAV
 
     chunks: list[np.ndarray] = []
     with av.open(str(path)) as container:
@@ -85,6 +85,7 @@ def _decode_ffmpeg(path: Path) -> tuple[np.ndarray, int]:
     if proc.returncode != 0:
         raise PunctInputError("ffmpeg could not decode the file: "
                               + proc.stderr.decode(errors="replace").strip()[-300:], path)
+    soundfile = require("soundfile", "align", "reading audio")  # optional extra: audio I/O
     data, rate = soundfile.read(io.BytesIO(proc.stdout), dtype="float32", always_2d=True)
     return data.mean(axis=1).astype(np.float32), int(rate)
 
@@ -111,7 +112,7 @@ def audio_duration(path: str | Path) -> float:
     if not path.is_file():
         raise MissingDataError("audio file not found", path)
     if decoder_name() == "pyav":
-        import av  # optional dependency, checked by decoder_name()
+        av = require("av", "align", "decoding m4a/mp4/aac")  # optional extra: PyAV
 
         try:
             with av.open(str(path)) as container:

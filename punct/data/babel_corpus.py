@@ -18,12 +18,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import soundfile
-
 from punct.data.babel import NONSPEECH_MAP, Recording, Segment, parse_transcript
 from punct.data.nonspeech import NonSpeechMap, load_nonspeech_map
 from punct.data.sphere import read_sphere_header
 from punct.errors import MissingDataError, PunctInputError
+from punct.extras import require
 from punct.labels import parse_text
 from punct.wordtable import WordRow, rows_from_text
 
@@ -79,6 +78,7 @@ def audio_duration(path: Path) -> float:
         header = read_sphere_header(path)
         if header.sample_count is not None:
             return header.sample_count / header.sample_rate
+    soundfile = require("soundfile", "align", "reading audio")  # optional extra: audio I/O
     try:
         info = soundfile.info(str(path))
     except (RuntimeError, soundfile.LibsndfileError) as err:

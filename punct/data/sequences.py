@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from punct.errors import MissingDataError, PunctInputError
+from punct.extras import require
 from punct.kaldi import read_utt2lang
 from punct.labels import CAP_LABELS, LabelSet
 from punct.wordtable import WordRow, read_word_table
@@ -108,7 +109,7 @@ def attach_streams(seqs: Sequence[WordSeq], data_dir: Path, streams: Sequence[st
     """
     if not streams:
         return
-    import kaldiio
+    kaldiio = require("kaldiio", "train", "reading acoustic features")  # optional extra
 
     for stream in streams:
         scp = data_dir / f"{stream}.scp"

@@ -35,6 +35,7 @@ from punct.export.system import (
 )
 from punct.infer.decode import read_thresholds
 from punct.labels import CAP_LABELS, get_label_set
+from punct.models.checkpoint import load_checkpoint
 
 
 def export_config(config: dict[str, Any], thresholds: dict[str, float] | None) -> dict[str, Any]:
@@ -59,7 +60,7 @@ def export_config(config: dict[str, Any], thresholds: dict[str, float] | None) -
 def state_tensors(checkpoint: Path) -> dict[str, torch.Tensor]:
     """The model weights of a ``best.pt``/``last.pt`` checkpoint, each a contiguous copy
     (safetensors refuses tensors that share memory)."""
-    state = torch.load(checkpoint, map_location="cpu", weights_only=True)
+    state = load_checkpoint(checkpoint)
     weights = state["model"] if "model" in state else state
     return {k: v.detach().clone().contiguous() for k, v in weights.items()}
 

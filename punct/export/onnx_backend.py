@@ -17,6 +17,7 @@ import torch
 from punct.errors import MissingDataError
 from punct.export.onnx_export import INT8_FILE, META_FILE, ONNX_FILE
 from punct.export.system import System
+from punct.extras import require
 from punct.models.base import Prediction, PunctModel
 
 
@@ -26,7 +27,7 @@ class OnnxModel(PunctModel):
     def __init__(self, path: Path, inputs: list[str], outputs: list[str],
                  threads: int | None = None):
         super().__init__()
-        import onnxruntime as ort
+        ort = require("onnxruntime", "onnx", "the onnx backend")  # optional extra
 
         opts = ort.SessionOptions()
         opts.intra_op_num_threads = threads or torch.get_num_threads()
@@ -46,11 +47,7 @@ class OnnxModel(PunctModel):
         if not system.exported or not meta_path.is_file():
             raise MissingDataError("the onnx backend needs an exported dir with model.onnx "
                                    "(punct-export --onnx)", system.source)
-        try:
-            import onnxruntime  # noqa: F401
-        except ImportError as err:
-            raise MissingDataError("the onnx backend needs onnxruntime "
-                                   "(pip install 'punct-recipes[onnx]')") from err
+        require("onnxruntime", "onnx", "the onnx backend")  # optional extra: fail early
         meta = json.loads(meta_path.read_text(encoding="utf-8"))
         if int8 is None:
             int8 = os.environ.get("PUNCT_ONNX_INT8") == "1"

@@ -26,6 +26,7 @@ from torch import nn
 from punct.config import decode_window
 from punct.errors import PunctInputError
 from punct.export.system import System, load_system
+from punct.extras import require
 from punct.models.base import WordSeq
 
 ONNX_FILE = "model.onnx"
@@ -70,8 +71,7 @@ def sample_batch(system: System, window: int, stride: int) -> dict[str, torch.Te
 def weight_matmuls(path: Path) -> list[str]:
     """The MatMul/Gemm nodes with a weight (an initializer) input: the layers int8 dynamic
     quantisation helps; products of two activations (attention scores) stay fp32."""
-    import onnx
-
+    onnx = require("onnx", "onnx", "ONNX export")  # optional extra
     graph = onnx.load(str(path), load_external_data=False).graph
     weights = {init.name for init in graph.initializer}
     return [node.name for node in graph.node
@@ -82,6 +82,7 @@ def export_onnx(directory: str | Path, quantize: bool = False, opset: int = 17) 
     """Write ``model.onnx`` (and with ``quantize`` ``model.int8.onnx``) into an exported
     directory; return the ONNX path."""
 
+    onnx = require("onnx", "onnx", "ONNX export")  # optional extra: checked before any work
     directory = Path(directory)
     system = load_system(directory)
     if system.family not in SUPPORTED or system.streams:
@@ -110,21 +111,19 @@ def export_onnx(directory: str | Path, quantize: bool = False, opset: int = 17) 
         torch.onnx.export(graph, tuple(batch[k] for k in keys), str(path), input_names=keys,
                           output_names=outputs, dynamic_axes=axes, opset_version=opset,
                           dynamo=False)
-    import onnx
-
     used = [i.name for i in onnx.load(str(path), load_external_data=False).graph.input]
     meta: dict[str, Any] = {"inputs": used, "outputs": outputs, "opset": opset,
                             "window": window, "stride": stride}
     if quantize:
-        from onnxruntime.quantization import QuantType, quantize_dynamic
-
+        # optional extra: onnxruntime quantises the graph
+        quant = require("onnxruntime.quantization", "onnx", "ONNX int8 quantisation")
         root = logging.getLogger()
         level = root.level
         root.setLevel(logging.ERROR)  # its advice to pre-process the graph, on every call
         try:
-            quantize_dynamic(str(path), str(directory / INT8_FILE),
-                             weight_type=QuantType.QInt8, per_channel=True,
-                             nodes_to_quantize=weight_matmuls(path))
+            quant.quantize_dynamic(str(path), str(directory / INT8_FILE),
+                                   weight_type=quant.QuantType.QInt8, per_channel=True,
+                                   nodes_to_quantize=weight_matmuls(path))
         finally:
             root.setLevel(level)
         meta["int8"] = INT8_FILE

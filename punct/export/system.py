@@ -11,7 +11,6 @@ with ``huggingface_hub`` (the ``hub`` extra).
 from __future__ import annotations
 
 import json
-import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,10 +18,10 @@ from typing import Any
 import torch
 
 from punct.errors import MissingDataError, PunctInputError
+from punct.extras import require
 from punct.infer.decode import read_thresholds
 from punct.labels import LabelSet, get_label_set
-from punct.models.base import Featurizer, PunctModel, Registry
-from punct.models.subword.encoder import LOG as ENCODER_LOG
+from punct.models.base import Featurizer, PunctModel, Registry, weights_from_checkpoint
 
 EXPORT_FORMAT = "punct-recipes"
 EXPORT_VERSION = 1
@@ -68,14 +67,10 @@ def resolve_source(path_or_id: str | Path, revision: str | None = None) -> Path:
     text = str(path_or_id)
     if text.count("/") != 1 or text.startswith((".", "/")):
         raise MissingDataError("no such system directory (nor a Hub id 'owner/name')", text)
+    # optional extra: huggingface_hub, only for a Hub id
+    hub = require("huggingface_hub", "hub", f"{text!r} is not a local directory; the Hub")
     try:
-        from huggingface_hub import snapshot_download
-    except ImportError as err:
-        raise MissingDataError(f"{text!r} is not a local directory; loading from the Hub "
-                               "needs huggingface_hub (pip install 'punct-recipes[hub]')"
-                               ) from err
-    try:
-        return Path(snapshot_download(text, revision=revision))
+        return Path(hub.snapshot_download(text, revision=revision))
     except Exception as err:  # network, auth, missing repo: one clear message
         raise MissingDataError(f"no such directory {text!r}, and it cannot be fetched from "
                                f"the Hugging Face Hub ({type(err).__name__}: {err})") from err
@@ -131,7 +126,7 @@ def _load_exported(directory: Path) -> System:
         raise MissingDataError("exported system without weights", weights)
     family = Registry.get(config["family"])
     featurizer = family.load_featurizer(directory / FEATURIZER_DIR, config)
-    with _ConfigOnlyEncoder(featurizer):
+    with weights_from_checkpoint():  # model.safetensors holds every weight
         model = family.make_model(config, featurizer)
     from safetensors.torch import load_file
 
@@ -142,32 +137,3 @@ def _load_exported(directory: Path) -> System:
         config.setdefault("decode", {})["thresholds"] = thresholds
     return System(config, featurizer, model, get_label_set(config["label_set"]),
                   thresholds or None, directory, exported=True)
-
-
-class _QuietFallback(logging.Filter):
-    def filter(self, record: logging.LogRecord) -> bool:
-        return "pretrained encoder" not in record.getMessage()
-
-
-class _ConfigOnlyEncoder:
-    """Build a transformer family's encoder from the exported ``encoder_config`` (random
-    weights, replaced by ``model.safetensors``) instead of loading pretrained weights."""
-
-    def __init__(self, featurizer: Featurizer):
-        self.featurizer = featurizer
-        self.saved: Any = None
-        self.filter = _QuietFallback()
-        self.logger = ENCODER_LOG
-
-    def __enter__(self) -> None:
-        config_dir = getattr(self.featurizer, "encoder_config_dir", None)
-        if config_dir is None:
-            return
-        self.saved = self.featurizer.encoder_name  # type: ignore[attr-defined]
-        self.featurizer.encoder_name = str(config_dir)  # type: ignore[attr-defined]
-        self.logger.addFilter(self.filter)
-
-    def __exit__(self, *exc: object) -> None:
-        if self.saved is not None:
-            self.featurizer.encoder_name = self.saved  # type: ignore[attr-defined]
-        self.logger.removeFilter(self.filter)

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from punct.extras import require
+
 SEMITONE_REF_HZ = 100.0
 
 
@@ -102,7 +104,7 @@ def _on_grid(times: np.ndarray, values: np.ndarray, centres: np.ndarray,
 def f0_intensity(samples: np.ndarray, rate: int, config: ProsodyConfig | None = None
                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Raw tracks on the frame grid: F0 in Hz (0 unvoiced), voicing flag, intensity dB."""
-    import parselmouth
+    parselmouth = require("parselmouth", "speech", "prosodic features")  # optional extra
 
     config = config or ProsodyConfig()
     samples = np.asarray(samples, dtype=np.float64)

@@ -13,10 +13,10 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import numpy as np
-import soundfile
 
 from punct.align.espnet_model import EspnetAsr, EspnetCtc
 from punct.errors import MissingDataError, PunctInputError
+from punct.extras import require
 from punct.infer.inputs import with_pauses
 from punct.infer.stream import Document, InputWord
 
@@ -25,6 +25,7 @@ def read_audio(path: Path) -> tuple[np.ndarray, int]:
     """Mono float32 samples and the rate of an audio file (errors name the file)."""
     if not path.is_file():
         raise MissingDataError("audio file not found", path)
+    soundfile = require("soundfile", "align", "reading audio")  # optional extra: audio I/O
     try:
         data, rate = soundfile.read(str(path), dtype="float32", always_2d=True)
     except Exception as err:  # soundfile raises several types for bad audio

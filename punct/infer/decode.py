@@ -35,7 +35,8 @@ from punct.infer.aggregate import Aggregator
 from punct.infer.combinations import combination_matrix, constrained_marks
 from punct.infer.precision import resolve_bf16
 from punct.labels import CAP_LABELS, OPENING_LABELS, apply_cap, get_label_set
-from punct.models.base import Featurizer, PunctModel, Registry, WordSeq
+from punct.models.base import Featurizer, PunctModel, Registry, WordSeq, weights_from_checkpoint
+from punct.models.checkpoint import load_checkpoint
 from punct.wordtable import WordRow
 
 SENTENCE_FINAL = frozenset({"PERIOD", "QUESTION", "EXCLAMATION", "ELLIPSIS"})
@@ -267,9 +268,10 @@ def load_experiment(exp_dir: str | Path, checkpoint: str = "best",
     if not ckpt_path.is_file():
         raise MissingDataError(f"no checkpoint {ckpt_path.name} in {exp_dir} (train first)",
                                ckpt_path)
+    state = load_checkpoint(ckpt_path)
     featurizer = family.load_featurizer(exp_dir / "featurizer", config)
-    model = family.make_model(config, featurizer)
-    state = torch.load(ckpt_path, map_location="cpu", weights_only=True)
+    with weights_from_checkpoint():  # the checkpoint holds every weight
+        model = family.make_model(config, featurizer)
     model.load_state_dict(state["model"])
     tuned = read_thresholds(exp_dir, config["label_set"])
     if tuned is not None:

@@ -38,8 +38,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from punct.align.ctm import SILENCE_TOKENS, parse_ctm_fields
-from punct.align.textgrid import read_textgrid, textgrid_words
+from punct.data.ctm import SILENCE_TOKENS, parse_ctm_fields
+from punct.data.textgrid import read_textgrid, textgrid_words
 from punct.data.timed import TimedWord, iter_pauses
 from punct.errors import MissingDataError, PunctInputError
 from punct.infer.stream import Document, InputWord, plain_words

@@ -13,7 +13,9 @@ aggregates positions with the same ``word_ids`` (global word index) over windows
 from __future__ import annotations
 
 import abc
-from collections.abc import Callable
+import contextlib
+import contextvars
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,6 +26,20 @@ from torch import nn
 from punct.data.sequences import Window, WordSeq
 from punct.registry import UnknownNameError, lookup
 from punct.registry import names as registry_names
+
+CHECKPOINT_WEIGHTS = contextvars.ContextVar("punct_checkpoint_weights", default=False)
+"""True while a trained model is rebuilt whose checkpoint then replaces every weight."""
+
+
+@contextlib.contextmanager
+def weights_from_checkpoint() -> Iterator[None]:
+    """While active, ``make_model`` skips pretrained weights (a checkpoint replaces them):
+    an encoder is built from its saved config, quietly, with no pretrained copy needed."""
+    token = CHECKPOINT_WEIGHTS.set(True)
+    try:
+        yield
+    finally:
+        CHECKPOINT_WEIGHTS.reset(token)
 
 
 class Featurizer(abc.ABC):

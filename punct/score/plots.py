@@ -7,10 +7,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
 
 from punct.labels import PUNCT_LABELS
+from punct.score.figure import new_figure, save_png
 from punct.score.tables import cap_modelled, column_of, data_label, groups_of
 
 SHORT = {
@@ -31,11 +30,8 @@ def _labels(scores: Sequence[dict[str, Any]], group: str) -> list[str]:
     return [lab for lab in PUNCT_LABELS if lab in used]
 
 
-def _save(fig: Figure, path: Path) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    FigureCanvasAgg(fig)
-    fig.savefig(path, format="png", dpi=110)
-    return path
+def _save(fig: Any, path: Path) -> Path:
+    return save_png(fig, path)
 
 
 def _grouped_bars(ax: Any, categories: Sequence[str], series: dict[str, list[float]]) -> None:
@@ -62,7 +58,7 @@ def plot_class_f1(scores: Sequence[dict[str, Any]], path: str | Path,
         classes = s["metrics"][group]["punct"]["classes"]
         series[_name(s, many)] = [100 * classes[lab]["f1"] if lab in classes else np.nan
                                   for lab in labels]
-    fig = Figure(figsize=(max(7.0, 0.9 * len(labels) + 3), 4.8))
+    fig = new_figure((max(7.0, 0.9 * len(labels) + 3), 4.8))
     ax = fig.add_subplot()
     _grouped_bars(ax, [SHORT[lab] for lab in labels], series)
     ax.set_ylabel("F1 (%)")
@@ -77,7 +73,7 @@ def plot_class_pr(scores: Sequence[dict[str, Any]], path: str | Path,
     """Precision vs recall of each class and system, with iso-F1 curves."""
     labels = _labels(scores, group)
     many = len({data_label(s) for s in scores}) > 1
-    fig = Figure(figsize=(7.5, 6.5))
+    fig = new_figure((7.5, 6.5))
     ax = fig.add_subplot()
     r = np.linspace(0.01, 1, 200)
     for f in (0.2, 0.4, 0.6, 0.8):
@@ -115,7 +111,7 @@ def plot_lang_micro_f1(scores: Sequence[dict[str, Any]], path: str | Path) -> Pa
     """Bar plot of punctuation and capitalisation micro-F1 (%) per language and system."""
     groups = groups_of(scores)
     many = len({data_label(s) for s in scores}) > 1
-    fig = Figure(figsize=(max(7.0, 1.2 * len(groups) + 4), 7.5))
+    fig = new_figure((max(7.0, 1.2 * len(groups) + 4), 7.5))
     for k, (metric, title) in enumerate((("micro_f1", "punctuation micro-F1"),
                                          ("cap_micro_f1", "capitalisation micro-F1"))):
         ax = fig.add_subplot(2, 1, k + 1)

@@ -5,10 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
 import yaml
 
 from punct.errors import MissingDataError, PunctInputError
+from punct.extras import require
+
+pd = require("pandas", "report", "score tables")  # optional extra: the report tables
 
 PUBLISHED_DIR = Path(__file__).with_name("published")
 SCALAR_TABLES = ("table4", "table6", "table7")

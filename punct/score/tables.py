@@ -16,11 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
 from punct.errors import MissingDataError, PunctInputError
+from punct.extras import require
 from punct.labels import PUNCT_LABELS
 from punct.score.published import published_class_f1, published_scalar
+
+pd = require("pandas", "report", "score tables")  # optional extra: the report tables
 
 OURS = "ours"
 BASELINE = "all-O baseline"

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from punct.extras import require
 from punct.wordtable import WordRow, render_rows
 
 
@@ -22,9 +23,8 @@ def _baseline_rows(rows: Sequence[WordRow]) -> list[WordRow]:
 
 def corpus_scores(refs: Sequence[str], hyps: Sequence[str]) -> dict[str, Any]:
     """Corpus BLEU, chrF and TER (in %, sacrebleu's scale) with their signatures."""
-    from sacrebleu.metrics import BLEU, CHRF, TER
-
-    bleu, chrf, ter = BLEU(), CHRF(), TER(case_sensitive=True)
+    metrics = require("sacrebleu.metrics", "train", "BLEU/chrF/TER")  # optional extra
+    bleu, chrf, ter = metrics.BLEU(), metrics.CHRF(), metrics.TER(case_sensitive=True)
     out: dict[str, Any] = {}
     for name, metric in (("bleu", bleu), ("chrf", chrf), ("ter", ter)):
         out[name] = round(float(metric.corpus_score(list(hyps), [list(refs)]).score), 4)

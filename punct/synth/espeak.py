@@ -29,6 +29,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from punct.extras import require
+
 # espeak_EVENT_TYPE
 EVENT_LIST_TERMINATED = 0
 EVENT_WORD = 1
@@ -151,12 +153,8 @@ class SynthResult:
 
 def library_paths() -> tuple[str, str]:
     """(shared library path, data directory) of the ``espeakng-loader`` wheel."""
-    try:
-        import espeakng_loader
-    except ImportError as err:  # pragma: no cover - depends on the install
-        raise EspeakError(
-            "eSpeak NG is not available: install the PyPI package 'espeakng-loader'"
-        ) from err
+    # optional extra: the GPL eSpeak NG library, loaded only when speech is synthesised
+    espeakng_loader = require("espeakng_loader", "speech", "eSpeak NG")
     return espeakng_loader.get_library_path(), espeakng_loader.get_data_path()
 
 

@@ -26,12 +26,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
-import soundfile as sf
 
 from punct.data.ctm import ctm_lines
 from punct.data.mini_corpus import Doc
 from punct.data.timed import TimedWord
 from punct.errors import PunctInputError
+from punct.extras import require
 from punct.labels import Token, parse_text
 from punct.synth.espeak import RATE_RANGE, Engine, SynthEvent, SynthResult, get_engine
 from punct.synth.resample import resample_int16
@@ -453,6 +453,7 @@ def meta_dict(utt: Utterance) -> dict:
 def write_utterance(out_dir: str | Path, utt: Utterance) -> dict[str, Path]:
     """Write wav, CTM and meta atomically (meta last, so it marks completion)."""
     paths = output_paths(out_dir, utt.plan.utt_id)
+    sf = require("soundfile", "align", "writing wav files")  # optional extra: audio I/O
     _atomic_write(
         paths["wav"],
         lambda p: sf.write(p, utt.samples, utt.sample_rate, subtype="PCM_16", format="WAV"),

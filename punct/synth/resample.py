@@ -5,7 +5,8 @@ from __future__ import annotations
 from math import gcd
 
 import numpy as np
-from scipy.signal import resample_poly
+
+from punct.extras import require
 
 
 def resample_int16(samples: np.ndarray, rate_in: int, rate_out: int) -> np.ndarray:
@@ -21,5 +22,6 @@ def resample_int16(samples: np.ndarray, rate_in: int, rate_out: int) -> np.ndarr
     g = gcd(rate_in, rate_out)
     up, down = rate_out // g, rate_in // g
     x = samples.astype(np.float64)
-    y = resample_poly(x, up, down)
+    signal = require("scipy.signal", "align", "resampling audio")  # optional extra: scipy
+    y = signal.resample_poly(x, up, down)
     return np.clip(np.rint(y), -32768, 32767).astype(np.int16)

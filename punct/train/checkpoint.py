@@ -7,7 +7,8 @@ holds the digest of the file; a checkpoint whose digest does not match is treate
 corrupt. The resumable ``last.pt`` keeps its predecessor as ``last.prev.pt``: the old
 file is hard-linked (copied where links are not possible) to the new name before
 ``last.pt`` is replaced, so at every moment at least one of the two is complete and
-verified, and ``load_resumable`` falls back to ``last.prev.pt`` with a warning.
+verified, and ``load_resumable`` falls back to ``last.prev.pt`` with a warning. Checking
+and loading a checkpoint (also for decoding and export) is :mod:`punct.models.checkpoint`.
 
 Preemption: ``PreemptionGuard`` turns SIGTERM and SIGUSR1 (Slurm's ``--signal``) into a
 flag that the training loop checks after each step; the trainer then writes ``last.pt``
@@ -17,7 +18,6 @@ and raises ``TrainingPreempted``, which the command line turns into exit status 
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import signal
@@ -30,6 +30,13 @@ from typing import Any
 import torch
 
 from punct.errors import MissingDataError
+from punct.models.checkpoint import (
+    CorruptCheckpointError,
+    file_sha256,
+    load_verified,
+    sidecar,
+    verify,
+)
 
 LAST = "last.pt"
 PREVIOUS = "last.prev.pt"
@@ -45,24 +52,6 @@ class TrainingPreempted(RuntimeError):
     def __init__(self, message: str, checkpoint: Path):
         super().__init__(message)
         self.checkpoint = checkpoint
-
-
-class CorruptCheckpointError(RuntimeError):
-    """A checkpoint file is missing its checksum, truncated or altered."""
-
-
-def sidecar(path: Path) -> Path:
-    """The checksum file of ``path``."""
-    return path.with_name(path.name + ".sha256")
-
-
-def file_sha256(path: Path, chunk: int = 1 << 22) -> str:
-    """Hex sha256 digest of a file, read in chunks."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while block := handle.read(chunk):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _fsync_dir(directory: Path) -> None:
@@ -112,24 +101,6 @@ def save_atomic(obj: Any, path: str | Path) -> Path:
     return path
 
 
-def verify(path: str | Path) -> None:
-    """Raise CorruptCheckpointError unless ``path`` exists and matches its sidecar."""
-    path = Path(path)
-    if not path.is_file():
-        raise CorruptCheckpointError(f"{path} does not exist")
-    check = sidecar(path)
-    if not check.is_file():
-        raise CorruptCheckpointError(f"{path} has no checksum file {check.name}")
-    fields = check.read_text(encoding="utf-8").split()
-    expected = fields[0] if fields else ""
-    actual = file_sha256(path)
-    if actual != expected:
-        raise CorruptCheckpointError(
-            f"{path} is corrupt or partial: sha256 {actual[:12]}... does not match "
-            f"{check.name} ({expected[:12] or 'empty'}...)"
-        )
-
-
 def _keep_previous(last: Path, previous: Path) -> None:
     """Make ``previous`` a verified copy of ``last`` (hard link where possible)."""
     try:
@@ -154,15 +125,6 @@ def save_resumable(state: dict[str, Any], directory: str | Path) -> Path:
         _keep_previous(last, directory / PREVIOUS)
     _install(tmp, digest, last)
     return last
-
-
-def load_verified(path: str | Path) -> dict[str, Any]:
-    """Load a checkpoint after checking its digest (tensors on CPU, weights only)."""
-    verify(path)
-    try:
-        return torch.load(path, map_location="cpu", weights_only=True)
-    except (RuntimeError, EOFError, OSError) as err:  # digest fine but unreadable
-        raise CorruptCheckpointError(f"{path}: cannot be loaded ({err})") from err
 
 
 def load_resumable(directory: str | Path,

@@ -52,6 +52,7 @@ from punct.infer.decode import decide, decode_settings, hypothesis_rows, predict
 from punct.infer.precision import autocast_dtype, resolve_precision
 from punct.labels import get_label_set
 from punct.models.base import Featurizer, PunctModel, Registry, Window
+from punct.models.checkpoint import load_checkpoint
 from punct.models.marks import model_pos_weight
 from punct.score.metrics import score_tables
 from punct.train.byte_dropout import apply_dropout_masks
@@ -279,7 +280,7 @@ class _Run:
         self.featurizer = featurizer
         model = family.make_model(config, featurizer)
         if init_dir is not None:
-            state = torch.load(init_dir / BEST, map_location="cpu", weights_only=True)["model"]
+            state = load_checkpoint(init_dir / BEST)["model"]
             if hasattr(model, "load_init"):
                 model.load_init(state)
             else:
@@ -462,7 +463,7 @@ class _Run:
         label_set = get_label_set(self.config["label_set"])
         if label_set.exclusive or not self.tcfg.get("tune_thresholds", True):
             return
-        state = torch.load(self.exp_dir / BEST, map_location="cpu", weights_only=True)
+        state = load_checkpoint(self.exp_dir / BEST)
         self.model.load_state_dict(state["model"])
         st = decode_settings(self.config, self.device)
         pred = predict_words(self.model, self.featurizer, self.dev_seqs, st.window, st.stride,

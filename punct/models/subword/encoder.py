@@ -2,9 +2,9 @@
 
 ``EncoderModel`` is the base of every family built on a pretrained BERT-like encoder:
 
-- ``build_encoder``: the pretrained weights, or, when they cannot be loaded but the
-  featurizer saved the encoder's ``config.json`` (decoding a trained checkpoint on
-  another machine), the architecture with random weights that the checkpoint replaces;
+- ``build_encoder``: the pretrained weights, or, when a trained checkpoint is loaded
+  (``punct.models.base.weights_from_checkpoint``) and the featurizer saved the encoder's
+  ``config.json``, the architecture with random weights that the checkpoint replaces;
 - ``model.encoder_train_layers`` (-1 all, 0 frozen, k top layers) and
   ``model.freeze_encoder_epochs`` (the encoder is frozen during the first n epochs and
   then trained, via ``on_epoch_start``; only families that list the key accept it);
@@ -27,7 +27,7 @@ import torch
 from torch import nn
 
 from punct.errors import MissingDataError, PunctInputError
-from punct.models.base import PunctModel
+from punct.models.base import CHECKPOINT_WEIGHTS, PunctModel
 from punct.models.encoders import encoder_from_config, load_encoder
 from punct.models.options import checked_options, label_set_size
 from punct.models.subword.featurizer import SubwordFeaturizer
@@ -38,9 +38,11 @@ LAYER_PATHS = ("encoder.layer", "transformer.layer", "layers", "encoder.layers")
 
 
 def build_encoder(name: str | None, config_dir: Path | None) -> nn.Module:
-    """The pretrained encoder ``name``; if it cannot be loaded but ``config_dir`` holds its
-    saved config (decoding a trained checkpoint elsewhere), the architecture with random
-    weights."""
+    """The pretrained encoder ``name``; the architecture saved in ``config_dir`` with random
+    weights when a checkpoint replaces them (``weights_from_checkpoint``: no pretrained
+    copy is loaded, no warning), or, with a warning, when ``name`` cannot be loaded."""
+    if config_dir is not None and CHECKPOINT_WEIGHTS.get():
+        return encoder_from_config(config_dir)
     try:
         return load_encoder(name)
     except MissingDataError:

@@ -13,10 +13,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import pandas as pd
 import yaml
 
 from punct.errors import MissingDataError, PunctInputError
+from punct.extras import require
 from punct.score.published import PUBLISHED_DIR
 from punct.score.tables import (
     BASELINE,
@@ -26,6 +26,8 @@ from punct.score.tables import (
     data_label,
     published_note,
 )
+
+pd = require("pandas", "report", "score tables")  # optional extra: the report tables
 
 CLASSES = ("COMMA", "PERIOD", "QUESTION")
 PARTS = ("P", "R", "F")

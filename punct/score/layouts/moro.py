@@ -18,10 +18,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
 import yaml
 
+from punct.extras import require
+from punct.score.figure import new_figure, save_png
 from punct.score.tables import KEY_COLUMNS, OURS, Table, column_of, data_label, groups_of
+
+pd = require("pandas", "report", "score tables")  # optional extra: the report tables
 
 PUBLISHED = Path(__file__).resolve().parent.parent / "published" / "moro_2017.yaml"
 FAMILY = "prosodic_pp"
@@ -119,15 +122,12 @@ def _ablation_rank(system: str) -> tuple[int, str]:
 
 def make_plots(scores: Sequence[dict[str, Any]], out_dir: Path) -> list[Path]:
     """Fig. 2 layout: P/R/F1 of comma and period per prosodic_pp system (bar chart)."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
     out: list[Path] = []
     ours = [s for s in scores if is_prosodic_pp(s)]
     for data in sorted({data_label(s) for s in ours}):
         systems = sorted((s for s in ours if data_label(s) == data),
                          key=lambda s: _ablation_rank(str(s["system"])))
-        fig = Figure(figsize=(9, 4))
+        fig = new_figure((9, 4))
         axes = fig.subplots(1, 2, sharey=True)
         width = 0.8 / max(len(systems), 1)
         for ax, lab in zip(axes, ("COMMA", "PERIOD"), strict=True):
@@ -143,8 +143,5 @@ def make_plots(scores: Sequence[dict[str, Any]], out_dir: Path) -> list[Path]:
         fig.suptitle(f"Feature streams of the PP slots ({data})")
         fig.tight_layout()
         path = Path(out_dir) / f"moro_fig2_feature_streams_{data.replace('/', '_')}.png"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        FigureCanvasAgg(fig)
-        fig.savefig(path, format="png", dpi=110)
-        out.append(path)
+        out.append(save_png(fig, path))
     return out

@@ -19,12 +19,14 @@ from collections.abc import Sequence
 from functools import cache
 from typing import Any
 
-import pandas as pd
 import yaml
 
 from punct.errors import MissingDataError
+from punct.extras import require
 from punct.score.published import PUBLISHED_DIR
 from punct.score.tables import KEY_COLUMNS, OURS, Table, data_label
+
+pd = require("pandas", "report", "score tables")  # optional extra: the report tables
 
 CLASSES = ("COMMA", "PERIOD", "QUESTION")
 CLASS_NAMES = ("Comma", "Full Stop", "Question")
