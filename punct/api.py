@@ -100,7 +100,7 @@ class Restorer:
                              batch_words, block_words, context_words)
         self.nonspeech = load_nonspeech_map(nonspeech)
         self.symbols = SymbolTally(nonspeech_map=self.nonspeech)
-        self._speech: tuple[tuple[str, int], Any] | None = None  # restore_audio's ASR
+        self._speech: tuple[tuple[str, str | None, int], Any] | None = None  # restore_audio
 
     @classmethod
     def from_pretrained(cls, path_or_hub_id: str | Path, *, device: str = "auto",
@@ -166,21 +166,26 @@ class Restorer:
         rows = [row for seg in self.restore_documents([doc]) for row in seg.rows]
         return [_word(row) for row in rows]
 
-    def restore_audio(self, audio: str | Path | Sequence[str | Path], asr_model: str | Path,
-                      *, beam_size: int = 10, lang: str | None = None
+    def restore_audio(self, audio: str | Path | Sequence[str | Path],
+                      asr_model: str | Path | None = None, *, asr: str | None = None,
+                      beam_size: int = 10, lang: str | None = None
                       ) -> list[Word] | list[list[Word]]:
-        """Transcribe audio files with an ESPnet ASR model, time the words by CTC
-        segmentation with the same model, and restore them with those pauses (as
-        ``punct-restore --asr-model``). One path gives its words; a list gives a list per
-        file. Needs the ESPnet extra (``./setup.sh --with-espnet``)."""
-        from punct.infer.asr import SpeechInput  # optional and heavy: the ESPnet extra
+        """Transcribe audio files and restore the words with the recogniser's pauses (as
+        ``punct-restore --asr``). ``asr="pocketsphinx"`` (the default without
+        ``asr_model``): English, offline, the speech extra; ``asr="espnet"`` (the default
+        with ``asr_model``): the ESPnet model ``asr_model``, its words timed by CTC
+        segmentation (``./setup.sh --with-espnet``). One path gives its words; a list gives
+        a list per file."""
+        from punct.infer.asr import SpeechInput, make_recognizer  # optional recognisers
 
         single = isinstance(audio, str | Path)
         paths = [audio] if single else list(audio)
-        key = (str(asr_model), int(beam_size))
+        name = asr or ("espnet" if asr_model is not None else "pocketsphinx")
+        key = (name, None if asr_model is None else str(asr_model), int(beam_size))
         if self._speech is None or self._speech[0] != key:
             device = "cuda" if self.device.type == "cuda" else "cpu"
-            self._speech = (key, SpeechInput(asr_model, device, beam_size))
+            self._speech = (key, SpeechInput(make_recognizer(name, asr_model, device,
+                                                             beam_size)))
         speech = self._speech[1]
         out: list[list[Word]] = []
         for path in paths:

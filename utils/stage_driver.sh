@@ -32,6 +32,7 @@ train_set=train             # training set (data/<set>)
 dev_set=dev                 # validation set: model selection and early stopping
 test_sets="test"            # test sets to decode and score
 aligner=dtw                 # stage 2: dtw | vad | pocketsphinx | ctc | espnet_ctc | auto | reference | ctm | textgrid
+asr=none                    # stage 2: recogniser of each test set's ASR condition (data/<set>_asr): none | pocketsphinx
 ctc_model=""                # --aligner ctc: wav2vec2/MMS CTC model (HF id or dir); espnet_ctc: ESPnet model dir
 nonspeech=default           # map of non-speech tokens (<breath>, [noise]): punct/conf/nonspeech/<name>.yaml or a path (docs/NONSPEECH.md)
 score_alignment=true        # boundary error vs downloads/<corpus>/ref timings, where they exist
@@ -158,7 +159,24 @@ if stage_begin 2 "align: word timings and pauses ($aligner)"; then
     python -m punct.bin.align --data-dir "data/$set" --aligner "$aligner" --out-dir "$out" \
       --merge --num-jobs "$nj" --nonspeech "$nonspeech" "${ref_opt[@]+"${ref_opt[@]}"}"
   done
+  # The ASR condition: the recogniser's words, their pauses, the labels projected.
+  if [ "$asr" != none ]; then
+    for set in $test_sets; do
+      [ -f "data/$set/wav.scp" ] || continue
+      python -m punct.bin.recognize --data-dir "data/$set" --out-dir "data/${set}_asr" \
+        --asr "$asr" --nonspeech "$nonspeech" --quiet
+    done
+  fi
   stage_end 2 align
+fi
+
+# Each test set's ASR twin (stage 2 with --asr) is decoded and scored as a test set too.
+asr_sets=""
+if [ "$asr" != none ]; then
+  for set in $test_sets; do
+    if [ -f "data/${set}_asr/words.tsv" ]; then asr_sets="$asr_sets ${set}_asr"; fi
+  done
+  test_sets="$test_sets$asr_sets"
 fi
 
 if stage_begin 3 "dump: acoustic features ($feature_streams), label statistics, tokens ($token_type)"; then
@@ -198,6 +216,7 @@ if stage_begin 3 "dump: acoustic features ($feature_streams), label statistics, 
   for set in $test_sets; do
     [ -f "data/$set/fbank.scp" ] || continue
     [ -f "data/$set/withheld" ] && continue  # mixed already (e.g. a UniPunc JSONL set)
+    case $set in *_asr) continue ;; esac     # an ASR twin: its reference set has one
     python -m punct.bin.subset_audio --src "data/$set" --dst "data/${set}_mixed" \
       --share "$mixed_share" --seed 1
   done
@@ -238,7 +257,10 @@ if stage_begin 6 "decode, score and report"; then
       # A test set may name the label set it is scored with (e.g. the full-mark reference).
       ls_opt=()
       [ -f "data/$set/score_label_set" ] && ls_opt=(--label-set "$(cat "data/$set/score_label_set")")
-      python -m punct.bin.score --ref "data/$set/words.tsv" --hyp "$out/words.tsv" \
+      # An ASR twin is scored against the reference words (aligned, with WER).
+      ref=data/$set/words.tsv
+      if [ -f "data/$set/ref_words.tsv" ]; then ref=data/$set/ref_words.tsv; fi
+      python -m punct.bin.score --ref "$ref" --hyp "$out/words.tsv" \
         --utt2lang "data/$set/utt2lang" --decode-info "$out/decode.json" \
         --system "$sys" --test-set "$set" --out "$out/scores.json" --nonspeech "$nonspeech" \
         "${ls_opt[@]+"${ls_opt[@]}"}"
@@ -282,6 +304,15 @@ if stage_begin 6 "decode, score and report"; then
     python -m punct.bin.pause_gain --exp-dir exp --sets "$test_sets" "${pairs[@]}" \
       --json "exp/pause_gain${stage_tag:+_$stage_tag}.json"
     extra+=(--extra-json "pause_gain=exp/pause_gain${stage_tag:+_$stage_tag}.json")
+  fi
+  # What recognition errors cost: each system on each test set and on its ASR twin.
+  if [ -n "$asr_sets" ]; then
+    systems=()
+    for sys in $baseline_systems $transformer_systems; do systems+=(--system "$sys"); done
+    python -m punct.bin.asr_penalty --exp-dir exp --sets "${asr_sets//_asr/}" \
+      "${systems[@]}" --json "exp/asr_penalty${stage_tag:+_$stage_tag}.json"
+    extra+=(--extra-json "asr_penalty=exp/asr_penalty${stage_tag:+_$stage_tag}.json")
+    for set in $asr_sets; do extra+=(--extra-json "recogniser_$set=data/$set/asr.json"); done
   fi
   # How stage 0 made the corpus' speech, where it says (mini: the speech style).
   f=downloads/$corpus/style.json

@@ -32,6 +32,7 @@ from typing import BinaryIO, TextIO
 
 from punct.data.nonspeech import add_nonspeech_option
 from punct.errors import MissingDataError, PunctInputError, report_error
+from punct.infer.asr import RECOGNIZERS, SpeechInput, make_recognizer
 from punct.train.env import set_num_threads
 
 
@@ -52,12 +53,16 @@ def build_parser(prog: str = "punct-restore") -> argparse.ArgumentParser:
                         default="text",
                         help="kaldi, trn, ctc-segments: ESPnet decode outputs (text, hyp.trn, "
                         "asr_align segments)")
+    parser.add_argument("--asr", choices=RECOGNIZERS, default=None,
+                        help="INPUTs are audio files: transcribe them first. pocketsphinx: "
+                        "English, offline (the pocketsphinx wheel's model and language model; "
+                        "the speech extra); espnet: the ESPnet model of --asr-model")
     parser.add_argument("--asr-model", default=None, metavar="DIR",
-                        help="INPUTs are audio files: transcribe them with this ESPnet ASR "
-                        "model (dir with config.yaml and a .pth) and time the words by its "
-                        "CTC; needs ./setup.sh --with-espnet")
+                        help="an ESPnet ASR model (dir with config.yaml and a .pth; implies "
+                        "--asr espnet): its words are timed by its CTC; needs ./setup.sh "
+                        "--with-espnet")
     parser.add_argument("--asr-beam-size", type=int, default=10,
-                        help="--asr-model: beam size (default 10)")
+                        help="--asr espnet: beam size (default 10)")
     parser.add_argument("--output-format",
                         choices=("text", "kaldi", "jsonl", "table", "srt", "vtt"), default=None,
                         help="default: the input format for text/srt/vtt, kaldi otherwise; "
@@ -117,15 +122,11 @@ def _open_out(name: str) -> Iterator[TextIO]:
         yield fh
 
 
-def documents(args: argparse.Namespace) -> Iterator:
-    """The ``Document`` stream of all inputs, read lazily."""
+def documents(args: argparse.Namespace, speech: SpeechInput | None = None) -> Iterator:
+    """The ``Document`` stream of all inputs, read lazily (audio files through ``speech``)."""
     from punct.infer import espnet_inputs, inputs
 
-    if args.asr_model:
-        from punct.infer.asr import SpeechInput
-
-        speech = SpeechInput(args.asr_model, getattr(args, "asr_device", "cpu"),
-                             args.asr_beam_size)
+    if speech is not None:
         for doc in speech.documents(args.inputs):
             doc.lang = doc.lang or args.lang
             yield doc
@@ -164,16 +165,21 @@ def run(args: argparse.Namespace) -> dict:
         threshold=args.threshold, batch_words=args.batch_words, block_words=args.block_words,
         context_words=args.context_words, nonspeech=args.nonspeech)
     restorer, st, device = api.engine, api.settings, api.device
-    args.asr_device = str(device)
+    speech = None
+    if args.asr:
+        speech = SpeechInput(make_recognizer(args.asr, args.asr_model,
+                                             "cuda" if device.type == "cuda" else "cpu",
+                                             args.asr_beam_size))
     fmt = args.output_format or (args.input_format if args.input_format in ("text", "srt", "vtt")
-                                 and not args.asr_model else "kaldi")
+                                 and not args.asr else "kaldi")
     cues = {"max_chars": args.max_cue_chars, "max_seconds": args.max_cue_seconds,
             "line_chars": args.line_chars}
     start = time.perf_counter()
     with _open_out(args.output) as out, tally(api.nonspeech) as symbols:
-        docs = write_segments(restorer.restore(documents(args)), out, fmt,
+        docs = write_segments(restorer.restore(documents(args, speech)), out, fmt,
                               flush=args.output == "-", cues=cues)
     return {"documents": docs, "words": restorer.words_done, "symbols": symbols.message(),
+            "audio_seconds": speech.audio_seconds if speech is not None else None,
             "seconds": time.perf_counter() - start, "model_seconds": restorer.seconds,
             "device": str(device), "window": st.window, "stride": st.stride, "bf16": st.bf16}
 
@@ -181,8 +187,10 @@ def run(args: argparse.Namespace) -> dict:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    if args.asr_model and args.input_format != "text":
-        parser.error("--asr-model reads audio files: --input-format does not apply")
+    if args.asr_model and args.asr is None:
+        args.asr = "espnet"
+    if args.asr and args.input_format != "text":
+        parser.error("--asr reads audio files: --input-format does not apply")
     try:
         set_num_threads(args.num_threads)
         info = run(args)
@@ -196,6 +204,10 @@ def main(argv: list[str] | None = None) -> int:
               f"{info['seconds']:.2f}s ({rate:.0f} words/s, {info['device']}, window "
               f"{info['window']}, stride {info['stride']}, bf16 {info['bf16']})",
               file=sys.stderr)
+        if info["audio_seconds"]:
+            print(f"restore: {info['audio_seconds']:.1f}s of audio, real-time factor "
+                  f"{info['seconds'] / info['audio_seconds']:.2f} (recognition included)",
+                  file=sys.stderr)
     return 0
 
 

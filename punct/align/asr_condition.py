@@ -1,0 +1,173 @@
+"""The ASR condition of a test set: recognise its audio, project its labels, keep its reference.
+
+:func:`build_asr_set` turns a data dir with audio (``data/<set>``) into ``data/<set>_asr``:
+
+- ``hyp.ctm``: the recogniser's words and times, one recording per utterance;
+- ``words.tsv``: those words with the pauses of the one pause formula and the labels
+  projected from the reference (:mod:`punct.data.projection`), so that the set can be
+  decoded (and scored on its own words) like any other;
+- ``ref_words.tsv``: the reference rows of the same utterances; stage 6 scores a system's
+  output on the ASR words against it, with the alignment and WER of
+  :mod:`punct.score.metrics`;
+- ``wav.scp``/``segments``/``utt2spk``/``spk2utt``/``utt2lang``/``text``: the utterances
+  the recogniser serves (its language), so that stage 3 computes features for them;
+- ``asr.json``: recogniser, WER with S/D/I, marks moved and dropped by the projection,
+  seconds of audio and of decoding.
+
+Decoding resumes: each utterance's words are appended to ``hyp.ctm.partial`` (flushed)
+as soon as they are known, and a rerun skips the utterances already there.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+
+from punct.data.audio import load_requests
+from punct.data.ctm import ctm_lines
+from punct.data.nonspeech import load_nonspeech_map
+from punct.data.projection import hyp_rows, project_utterance
+from punct.data.timed import TimedWord
+from punct.data.word_align import EditCounts
+from punct.errors import MissingDataError, PunctInputError
+from punct.kaldi import (
+    c_sorted,
+    read_kv,
+    read_segments,
+    read_wav_scp,
+    spk2utt_from_utt2spk,
+    write_kv,
+)
+from punct.wordtable import WordRow, read_word_table, render_rows, write_word_table
+
+
+class Recognizer(Protocol):
+    """Audio -> timed words (:class:`punct.align.pocketsphinx_asr.PocketsphinxRecognizer`)."""
+
+    name: str
+    language: str
+
+    def transcribe(self, samples: np.ndarray, rate: int, name: str = "audio"
+                   ) -> list[TimedWord]: ...
+
+
+def _read_partial(path: Path) -> dict[str, tuple[list[TimedWord], float, float]]:
+    """Utterances already decoded, with their seconds of audio and of decoding, from
+    ``utt<TAB>json`` lines; the torn line of an interrupted run and anything after it
+    are cut off the file, so that new lines follow the last good one."""
+    done: dict[str, tuple[list[TimedWord], float, float]] = {}
+    if not path.is_file():
+        return done
+    good = 0
+    with open(path, "rb") as handle:
+        for raw in handle:
+            utt, _, payload = raw.decode("utf-8", errors="replace").partition("\t")
+            try:
+                record = json.loads(payload) if raw.endswith(b"\n") else None
+                words = [TimedWord(w, s, e) for w, s, e in record["words"]]
+                done[utt] = (words, float(record["audio_s"]), float(record["decode_s"]))
+            except (ValueError, TypeError, KeyError):
+                break
+            good += len(raw)
+    if good < path.stat().st_size:
+        with open(path, "r+b") as handle:
+            handle.truncate(good)
+    return done
+
+
+def recognize_set(data_dir: Path, recognizer: Recognizer, partial: Path,
+                  progress: Callable[[str], None] | None = None
+                  ) -> tuple[dict[str, list[TimedWord]], float, float]:
+    """The timed words of every utterance of ``data_dir`` in the recogniser's language
+    (resuming from ``partial``), the seconds of audio and the seconds spent decoding."""
+    done = _read_partial(partial)
+    requests = [r for r in load_requests(data_dir)
+                if r.lang in (None, recognizer.language)]
+    if not requests:
+        raise MissingDataError(f"no utterance in language {recognizer.language!r} "
+                               f"for the {recognizer.name} recogniser", data_dir / "utt2lang")
+    partial.parent.mkdir(parents=True, exist_ok=True)
+    with open(partial, "a", encoding="utf-8") as out:
+        for i, request in enumerate(requests):
+            if request.utt_id in done:
+                continue
+            samples, rate = request.load_audio()
+            start = time.perf_counter()
+            words = recognizer.transcribe(samples, rate, f"utterance {request.utt_id}")
+            done[request.utt_id] = (words, len(samples) / rate, time.perf_counter() - start)
+            record = {"words": [[w.word, w.start, w.end] for w in words],
+                      "audio_s": done[request.utt_id][1], "decode_s": done[request.utt_id][2]}
+            out.write(request.utt_id + "\t" + json.dumps(record) + "\n")
+            out.flush()
+            if progress:
+                progress(f"{i + 1}/{len(requests)} {request.utt_id}: {len(words)} words")
+    kept = [done[r.utt_id] for r in requests]
+    return ({r.utt_id: done[r.utt_id][0] for r in requests},
+            sum(k[1] for k in kept), sum(k[2] for k in kept))
+
+
+def _subset_kv(path: Path, keep: Sequence[str]) -> dict[str, str]:
+    table = read_kv(path)
+    return {k: table[k] for k in keep if k in table}
+
+
+def build_asr_set(data_dir: Path, out_dir: Path, recognizer: Recognizer,
+                  nonspeech: str | None = None,
+                  progress: Callable[[str], None] | None = None) -> dict[str, object]:
+    """Write ``out_dir`` as the ASR condition of ``data_dir`` (module docstring); the
+    summary written to ``asr.json`` is returned."""
+    data_dir, out_dir = Path(data_dir), Path(out_dir)
+    ref = read_word_table(data_dir / "words.tsv")
+    hyp_words, audio_s, decode_s = recognize_set(data_dir, recognizer,
+                                                 out_dir / "hyp.ctm.partial", progress)
+    utts = c_sorted(hyp_words)
+    ns_map = load_nonspeech_map(nonspeech)
+    projected: dict[str, list[WordRow]] = {}
+    refs: dict[str, list[WordRow]] = {}
+    counts, moved, dropped = EditCounts(), 0, 0
+    for utt in utts:
+        if utt not in ref:
+            raise PunctInputError(f"utterance {utt} has audio but no words", data_dir / "words.tsv")
+        ref_rows = [r for r in ref[utt] if not ns_map.is_nonspeech(r.word)]
+        hyp = hyp_rows(utt, hyp_words[utt], ns_map, out_dir / "hyp.ctm")
+        result = project_utterance(ref_rows, hyp, what=f"utterance {utt}", path=out_dir)
+        projected[utt], refs[utt] = result.rows, ref[utt]
+        counts = counts + result.counts
+        moved, dropped = moved + result.moved, dropped + result.dropped
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with open(out_dir / "hyp.ctm.tmp", "w", encoding="utf-8") as ctm:
+        for utt in utts:
+            ctm.writelines(ctm_lines(utt, hyp_words[utt]))
+    (out_dir / "hyp.ctm.tmp").replace(out_dir / "hyp.ctm")
+    write_word_table(out_dir / "words.tsv", projected)
+    write_word_table(out_dir / "ref_words.tsv", refs)
+    write_kv(out_dir / "text", {u: render_rows(rows) for u, rows in projected.items()})
+    utt2spk = _subset_kv(data_dir / "utt2spk", utts)
+    write_kv(out_dir / "utt2spk", utt2spk)
+    write_kv(out_dir / "spk2utt", spk2utt_from_utt2spk(utt2spk))
+    if (data_dir / "utt2lang").is_file():
+        write_kv(out_dir / "utt2lang", _subset_kv(data_dir / "utt2lang", utts))
+    segments = data_dir / "segments"
+    if segments.is_file():
+        segs = read_segments(segments)
+        write_kv(out_dir / "segments", {u: f"{segs[u][0]} {segs[u][1]:.3f} {segs[u][2]:.3f}"
+                                        for u in utts})
+        recos = {segs[u][0] for u in utts}
+    else:
+        recos = set(utts)
+    wavs = read_wav_scp(data_dir / "wav.scp")
+    write_kv(out_dir / "wav.scp", {r: wavs[r][0] for r in recos})
+    summary: dict[str, object] = {
+        "recognizer": recognizer.name, "language": recognizer.language,
+        "utterances": len(utts), **counts.as_dict(),
+        "marks_moved": moved, "marks_dropped": dropped,
+        "audio_seconds": round(audio_s, 3), "decode_seconds": round(decode_s, 3),
+        "real_time_factor": round(decode_s / audio_s, 4) if audio_s else None,
+    }
+    (out_dir / "asr.json").write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
+    return summary

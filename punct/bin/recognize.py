@@ -1,0 +1,62 @@
+"""The ASR condition of a test set: decode its audio with a recogniser, project its labels.
+
+Example (stage 2 of the driver with ``--asr pocketsphinx``)::
+
+    python -m punct.bin.recognize --data-dir data/test --out-dir data/test_asr --asr pocketsphinx
+
+writes ``data/test_asr`` (``hyp.ctm``, ``words.tsv`` with the recogniser's words, their
+pauses and the projected labels, ``ref_words.tsv``, the Kaldi files of the utterances in
+the recogniser's language, ``asr.json`` with the WER): see
+:mod:`punct.align.asr_condition`. A rerun resumes from ``hyp.ctm.partial``.
+Recognisers: ``pocketsphinx`` (English, offline, the wheel's en-US model and language model).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from punct.align.asr_condition import build_asr_set
+from punct.align.pocketsphinx_asr import PocketsphinxRecognizer
+from punct.data.nonspeech import add_nonspeech_option
+from punct.errors import PunctInputError, report_error
+
+RECOGNIZERS = {"pocketsphinx": PocketsphinxRecognizer}
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m punct.bin.recognize", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--data-dir", required=True, help="test set with audio (wav.scp, words.tsv)")
+    p.add_argument("--out-dir", required=True, help="the ASR set to write, e.g. data/test_asr")
+    p.add_argument("--asr", choices=sorted(RECOGNIZERS), default="pocketsphinx",
+                   help="recogniser (default: pocketsphinx)")
+    p.add_argument("--quiet", action="store_true", help="no per-utterance progress lines")
+    add_nonspeech_option(p)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    recognizer = RECOGNIZERS[args.asr]()
+
+    def progress(line: str) -> None:
+        print(f"recognize: {line}", file=sys.stderr)
+
+    try:
+        summary = build_asr_set(Path(args.data_dir), Path(args.out_dir), recognizer,
+                                args.nonspeech, None if args.quiet else progress)
+    except PunctInputError as err:
+        return report_error("recognize", err)
+    wer = summary["wer"]
+    wer_text = f"{100 * wer:.1f}%" if isinstance(wer, float) else "n/a"
+    print(f"recognize: {summary['utterances']} utterances ({args.asr}) -> {args.out_dir}: "
+          f"WER {wer_text} (S {summary['sub']}, D {summary['del']}, I {summary['ins']}), "
+          f"real-time factor {summary['real_time_factor']}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
