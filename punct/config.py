@@ -7,7 +7,8 @@ A config has the top-level keys ``family``, ``label_set``, ``featurizer``, ``mod
 place defaults live, every key is checked for its name and type, and an unknown key or
 a wrong value is a :class:`PunctInputError` naming the file and the key. ``model`` keys
 are declared by each family (``Family.model_keys``) and checked by the same pass;
-nested option mappings (``model.head``, ``model.loss``) are checked by the families.
+nested option mappings (``model.head``, ``model.loss``) are checked by the families;
+``train.augment`` is typed by :class:`AugmentSection` and checked here.
 
 A resolved configuration is a plain nested dict (defaults merged with the file and the
 overrides); it is written as ``config.yaml`` into the experiment directory, so that
@@ -45,6 +46,28 @@ OPTIMIZER_BASES = ("adamw", "adam", "adagrad", "sgd", "radam")
 LOOKAHEAD_PREFIX = "lookahead_"
 OPTIMIZER_NAMES = (*OPTIMIZER_BASES, *(LOOKAHEAD_PREFIX + name for name in OPTIMIZER_BASES))
 """Every accepted ``train.optimizer.name`` (``punct.train.optim`` builds them)."""
+AUGMENT_SOURCES = ("frequent", "confusable")
+AUGMENT_MAX_RATE = 0.5
+AUGMENT_MAX_PHONE_DISTANCE = 2
+
+
+@dataclass
+class AugmentSection:
+    """``train.augment``: ASR-like word errors in the training words, drawn afresh each
+    epoch (``punct.data.augment``; docs/TRAINING.md, "ASR-robust training"). Off while
+    every rate is 0."""
+
+    sub_rate: float = 0.0  # share of words replaced by another word
+    del_rate: float = 0.0  # share of words deleted
+    ins_rate: float = 0.0  # words inserted, per word of the utterance
+    sub_source: str = "frequent"  # frequent (unigram) | confusable (CMU phones)
+    max_phone_distance: int = 1  # confusable: phone edit distance of a neighbour
+    seed_offset: int = 0  # added to train.seed for the augmentation draws
+
+    @property
+    def active(self) -> bool:
+        """Whether any word is changed."""
+        return max(self.sub_rate, self.del_rate, self.ins_rate) > 0
 
 
 @dataclass
@@ -74,6 +97,9 @@ class TrainSection:
     # each epoch after the first cuts every training utterance at a random word below
     # train.stride, so windows start elsewhere and words get new contexts (text only)
     shift_windows: bool = False
+    # ASR-like substitutions, deletions and insertions of training words (AugmentSection)
+    augment: dict[str, Any] = field(
+        default_factory=lambda: dataclasses.asdict(AugmentSection()))
 
 
 @dataclass
@@ -184,11 +210,13 @@ def _accepts(hint: Any, value: Any) -> bool:
     return isinstance(value, hint)
 
 
-def _check_section(name: str, values: Any, path: str | Path | None) -> None:
-    """Names and types of one typed section."""
+def _check_section(name: str, values: Any, path: str | Path | None,
+                   cls: type | None = None) -> None:
+    """Names and types of one typed section (``cls``: its dataclass, default
+    ``SECTIONS[name]``)."""
     if not isinstance(values, dict):
         raise PunctInputError(f"{name}: must be a mapping, got {values!r}", path)
-    cls = SECTIONS[name]
+    cls = cls or SECTIONS[name]
     hints = typing.get_type_hints(cls)
     unknown = sorted(set(values) - set(hints))
     if unknown:
@@ -228,6 +256,35 @@ def _check_model_keys(config: dict[str, Any], path: str | Path | None) -> None:
                               path)
 
 
+def _check_augment(config: dict[str, Any], path: str | Path | None) -> None:
+    """``train.augment``: names, types, rates in [0, 0.5], the source, and a family that
+    reads the words only (per-word audio features cannot follow an edited word stream)."""
+    _check_section("train.augment", config["train"]["augment"], path, AugmentSection)
+    aug = augment_section(config)
+    for key in ("sub_rate", "del_rate", "ins_rate"):
+        rate = getattr(aug, key)
+        if not 0.0 <= rate <= AUGMENT_MAX_RATE:
+            raise PunctInputError(f"train.augment.{key} = {rate!r} is outside "
+                                  f"[0, {AUGMENT_MAX_RATE}]", path)
+    _choice("train.augment.sub_source", aug.sub_source, AUGMENT_SOURCES, path)
+    if not 0 <= aug.max_phone_distance <= AUGMENT_MAX_PHONE_DISTANCE:
+        raise PunctInputError(f"train.augment.max_phone_distance = {aug.max_phone_distance!r}"
+                              f" is outside [0, {AUGMENT_MAX_PHONE_DISTANCE}]", path)
+    if aug.seed_offset < 0:
+        raise PunctInputError(f"train.augment.seed_offset must be >= 0, got "
+                              f"{aug.seed_offset}", path)
+    if not aug.active:
+        return
+    family = lookup("family", str(config["family"]))
+    streams = (*getattr(family, "needs_streams", ()),
+               *((config.get("featurizer") or {}).get("streams") or ()))
+    if streams:
+        raise PunctInputError(f"train.augment edits the training words, but family "
+                              f"{config['family']} reads per-word acoustic streams "
+                              f"({', '.join(streams)}) that would no longer match them; "
+                              "set the rates to 0 or train a text family", path)
+
+
 def validate_config(config: dict[str, Any], path: str | Path | None = None) -> None:
     """One pass over the whole config; a PunctInputError names the file and the key."""
     unknown = sorted(set(config) - set(DEFAULTS) - {"init_config"})
@@ -240,6 +297,7 @@ def validate_config(config: dict[str, Any], path: str | Path | None = None) -> N
     for name in SECTIONS:
         _check_section(name, config.get(name), path)
     _check_model_keys(config, path)
+    _check_augment(config, path)
     train = train_section(config)
     for key in ("epochs", "batch_size", "window", "stride"):
         if getattr(train, key) < 1:
@@ -274,6 +332,11 @@ def validate_config(config: dict[str, Any], path: str | Path | None = None) -> N
 def train_section(config: dict[str, Any]) -> TrainSection:
     """The typed ``train:`` section of a resolved config."""
     return TrainSection(**config["train"])
+
+
+def augment_section(config: dict[str, Any]) -> AugmentSection:
+    """The typed ``train.augment`` section of a resolved config."""
+    return AugmentSection(**config["train"]["augment"])
 
 
 def decode_section(config: dict[str, Any]) -> DecodeSection:

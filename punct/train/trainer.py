@@ -43,14 +43,16 @@ import torch
 import yaml
 from tqdm import tqdm
 
-from punct.config import load_config, load_yaml, save_config
+from punct.config import DEFAULTS, augment_section, deep_merge, load_config, load_yaml, save_config
+from punct.data.augment import Augmenter, TrainingAugmenter, word_counts
+from punct.data.confusable import load_neighbours
 from punct.data.sequences import cut_seq, load_data_dir, rows_to_seq
 from punct.data.windows import batched
 from punct.errors import MissingDataError, PunctInputError
 from punct.infer.combinations import combination_matrix, seen_combinations
 from punct.infer.decode import decide, decode_settings, hypothesis_rows, predict_words
 from punct.infer.precision import autocast_dtype, resolve_precision
-from punct.labels import get_label_set
+from punct.labels import LabelSet, get_label_set
 from punct.models.base import Featurizer, PunctModel, Registry, Window
 from punct.models.checkpoint import load_checkpoint
 from punct.models.marks import model_pos_weight
@@ -70,7 +72,7 @@ from punct.train.env import collect_env
 from punct.train.optim import build_optimizer, lr_factor
 from punct.train.seed import capture_rng_state, restore_rng_state, seed_everything
 from punct.train.thresholds import tune_thresholds, write_thresholds
-from punct.wordtable import read_word_table
+from punct.wordtable import WordRow, read_word_table
 
 CHECKPOINT_FORMAT = 2
 PROGRESS_SECONDS = 300.0
@@ -169,7 +171,8 @@ def _check_resume_config(config: dict[str, Any], exp_dir: Path) -> None:
     if not path.is_file():
         raise MissingDataError(f"nothing to resume: no config.yaml in {exp_dir} "
                                "(run without --resume to train from scratch)", exp_dir)
-    saved = load_yaml(path.read_text(encoding="utf-8"))
+    # keys added since the experiment was written count at their defaults
+    saved = deep_merge(DEFAULTS, load_yaml(path.read_text(encoding="utf-8")))
     current = load_yaml(yaml.safe_dump(config, sort_keys=False))
     if saved != current:
         keys = sorted(k for k in set(saved) | set(current) if saved.get(k) != current.get(k))
@@ -268,7 +271,7 @@ class _Run:
         family = Registry.get(config["family"])
         label_set = get_label_set(config["label_set"])
         streams = config["featurizer"].get("streams") or ()
-        _, self.train_seqs = load_data_dir(train_dir, label_set, streams)
+        train_utts, self.train_seqs = load_data_dir(train_dir, label_set, streams)
         self.dev_utts, self.dev_seqs = load_data_dir(dev_dir, label_set, streams)
         if init_dir is not None:
             featurizer = family.load_featurizer(init_dir / "featurizer", config)
@@ -299,6 +302,7 @@ class _Run:
             raise PunctInputError("train.shift_windows cuts utterances at words: it needs "
                                   "text-only training data (this family reads acoustic "
                                   "streams)", train_dir / "words.tsv")
+        self.augmenter = self._make_augmenter(train_utts, label_set, train_dir)
         self.dev_loss_windows = featurizer.windows(self.dev_seqs, window, window)
         if not self.train_windows:
             raise PunctInputError("the training set gives no windows", train_dir / "words.tsv")
@@ -314,6 +318,34 @@ class _Run:
                        else None)
         self.grad_clip = float(self.tcfg.get("grad_clip") or 0.0)
         self.criterion = self.tcfg["early_stopping"]
+
+    def _make_augmenter(self, utts: dict[str, list[WordRow]], label_set: LabelSet,
+                        train_dir: Path) -> TrainingAugmenter | None:
+        """``train.augment`` (None when off): the unigram counts of the training words and,
+        for confusable substitutions, the neighbour table (built by rank 0 and cached in
+        ``augment_neighbours.json`` of the experiment directory)."""
+        options = augment_section(self.config)
+        if not options.active:
+            return None
+        if any(s.feats for s in self.train_seqs):
+            raise PunctInputError("train.augment edits the training words: it needs "
+                                  "text-only training data (this family reads acoustic "
+                                  "streams)", train_dir / "words.tsv")
+        counts = word_counts(utts.values())
+        neighbours = None
+        if options.sub_source == "confusable":
+            cache = self.exp_dir / "augment_neighbours.json"
+            if self.dist.is_main:
+                load_neighbours(cache, counts, options.max_phone_distance)
+            self.dist.barrier()
+            neighbours = load_neighbours(cache, counts, options.max_phone_distance)
+            covered = sum(counts[w] for w, near in neighbours.items() if near)
+            self.log(f"augment: {sum(1 for near in neighbours.values() if near)} of "
+                     f"{len(counts)} training word types ({covered / sum(counts.values()):.1%} "
+                     f"of the words) have confusable neighbours within "
+                     f"{options.max_phone_distance} phone(s); the others get frequent words")
+        return TrainingAugmenter(Augmenter(options, counts, neighbours), utts,
+                                 self.train_seqs, label_set, self.seed)
 
     def _make_scheduler(self, steps: int) -> torch.optim.lr_scheduler.LambdaLR:
         """Warm-up (``warmup_steps``, else ``warmup_epochs`` x steps), restarted when the
@@ -481,16 +513,25 @@ class _Run:
 
     def _epoch_windows(self, epoch: int) -> list[Window]:
         """The training windows of ``epoch``: those of the whole utterances in epoch 1 (and
-        without ``train.shift_windows``); else each utterance cut at a random word below
-        ``train.stride``, drawn from (seed, epoch) so that a resumed run gets the same.
-        The epoch keeps its number of steps: a shifted epoch has a few more windows (one
-        more per cut utterance), and those beyond the steps are left out at random."""
-        if epoch <= 1 or not self.tcfg.get("shift_windows"):
+        without ``train.shift_windows`` and ``train.augment``). With ``train.augment`` the
+        utterances of each epoch are augmented afresh; with ``train.shift_windows`` each
+        utterance is cut, from epoch 2 on, at a random word below ``train.stride``. Both
+        are drawn from (seed, epoch), so a resumed run gets the same windows and every
+        data-parallel rank the same global batches. The epoch keeps its number of steps: a
+        shifted epoch has a few more windows (one more per cut utterance), and those
+        beyond the steps are left out at random."""
+        shift = epoch > 1 and self.tcfg.get("shift_windows")
+        if not shift and self.augmenter is None:
             return self.first_windows
-        rng = np.random.default_rng([self.seed, epoch])
-        cut = [part for seq in self.train_seqs
-               for part in cut_seq(seq, int(rng.integers(0, min(self.stride, len(seq)))))]
-        return self.featurizer.windows(cut, self.window, self.stride)
+        seqs = self.train_seqs
+        if self.augmenter is not None:
+            seqs, edits = self.augmenter.epoch(epoch)
+            self.log(f"epoch {epoch} augmented: {edits.describe()}")
+        if shift:
+            rng = np.random.default_rng([self.seed, epoch])
+            seqs = [part for seq in seqs
+                    for part in cut_seq(seq, int(rng.integers(0, min(self.stride, len(seq)))))]
+        return self.featurizer.windows(seqs, self.window, self.stride)
 
     def _train_epoch(self, state: _Progress) -> None:
         """Train ``state.epoch`` from ``state.step`` on, evaluate, checkpoint, decide."""
