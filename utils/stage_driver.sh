@@ -30,6 +30,7 @@ num_threads=2               # CPU threads per training/decoding job
 ngpu=0                      # GPUs per training job (0 = CPU); N > 1 = N data-parallel processes
 train_set=train             # training set (data/<set>)
 dev_set=dev                 # validation set: model selection and early stopping
+system_dev_sets=""          # "system:set ...": systems selected on another validation set (e.g. nagy_asr:dev_asrsim)
 test_sets="test"            # test sets to decode and score
 aligner=dtw                 # stage 2: dtw | vad | pocketsphinx | ctc | espnet_ctc | auto | reference | ctm | textgrid
 asr=none                    # stage 2: recogniser of each test set's ASR condition (data/<set>_asr): none | pocketsphinx
@@ -46,6 +47,8 @@ transformer_systems="autopunct_text autopunct_dg" # stage 5 configs
 report_layouts="autopunct"  # stage 6 table layouts: autopunct courtland nagy moro unipunc
 published=autopunct_2021    # published figures of the autopunct layout ('none': leave out)
 pause_twins=""              # stage 6: "system:twin ..." pause-aware systems and their text-only twins (gain table)
+results_md=RESULTS.md       # stage 6: the report (e.g. RESULTS_asr.md for a set-up of a few systems)
+asr_pairs=""                # stage 6: "set:asr_set ..." reference sets and their ASR conditions (penalty table); <set>:<set>_asr of --asr are added
 model_conf_dir=conf/model   # where <system>.yaml are looked up (recipe dir, then repo root)
 stage_tag=""                # set-up name when several share a recipe dir (markers .stages/<tag>/)
 help_message="Usage: run.sh [options]  (stages: 0 data, 1 prepare, 2 align, 3 dump,
@@ -90,7 +93,15 @@ conf_for() {
   echo "stage_driver.sh: no config $1.yaml in $model_conf_dir or $root/$model_conf_dir" >&2
   return 1
 }
-all_sets() { echo "$train_set $dev_set $test_sets"; }
+# all_sets: the training, validation and test sets, each once (a validation set may be
+# decoded as a test set too, e.g. to compare rankings on dev and on its ASR condition).
+all_sets() {
+  local set seen=" "
+  for set in $train_set $dev_set $test_sets; do
+    case $seen in *" $set "*) ;; *) seen="$seen$set " ;; esac
+  done
+  echo "$seen"
+}
 mixed_sets() { local s; for s in $test_sets; do [ ! -d "data/${s}_mixed" ] || echo "${s}_mixed"; done; }
 # system_info QUERY SYSTEM...: what the systems' families declare (punct.bin.system_info), so
 # that this driver never names a model family.
@@ -99,6 +110,14 @@ system_info() {
   shift
   for sys in "$@"; do args+=(--config "$(conf_for "$sys")"); done
   python -m punct.bin.system_info --query "$query" "${args[@]}"
+}
+# dev_set_of SYSTEM: its validation set (--system-dev-sets, else --dev-set).
+dev_set_of() {
+  local pair
+  for pair in $system_dev_sets; do
+    if [ "${pair%%:*}" = "$1" ]; then echo "${pair#*:}"; return; fi
+  done
+  echo "$dev_set"
 }
 train_systems() {
   local sys
@@ -112,7 +131,7 @@ train_systems() {
     # shellcheck disable=SC2154
     $train_cmd --num-threads "$num_threads" --gpu "$ngpu" "exp/$sys/log/train.log" \
       python -m punct.bin.train --config "$(conf_for "$sys")" \
-        --train-dir "data/$train_set" --dev-dir "data/$dev_set" --exp-dir "exp/$sys" \
+        --train-dir "data/$train_set" --dev-dir "data/$(dev_set_of "$sys")" --exp-dir "exp/$sys" \
         --num-threads "$num_threads" --ngpu "$ngpu" "${resume[@]+"${resume[@]}"}"
     touch "exp/$sys/.done"
     log "  $sys: $(tail -n 4 "exp/$sys/train.log" | grep -m1 -i 'best' || echo trained)"
@@ -306,21 +325,27 @@ if stage_begin 6 "decode, score and report"; then
     extra+=(--extra-json "pause_gain=exp/pause_gain${stage_tag:+_$stage_tag}.json")
   fi
   # What recognition errors cost: each system on each test set and on its ASR twin.
-  if [ -n "$asr_sets" ]; then
+  pairs=()
+  for set in $asr_sets; do pairs+=(--pair "${set%_asr}:$set"); done
+  for pair in $asr_pairs; do pairs+=(--pair "$pair"); done
+  if [ ${#pairs[@]} -gt 0 ]; then
     systems=()
     for sys in $baseline_systems $transformer_systems; do systems+=(--system "$sys"); done
-    python -m punct.bin.asr_penalty --exp-dir exp --sets "${asr_sets//_asr/}" \
-      "${systems[@]}" --json "exp/asr_penalty${stage_tag:+_$stage_tag}.json"
+    python -m punct.bin.asr_penalty --exp-dir exp "${pairs[@]}" "${systems[@]}" \
+      --json "exp/asr_penalty${stage_tag:+_$stage_tag}.json"
     extra+=(--extra-json "asr_penalty=exp/asr_penalty${stage_tag:+_$stage_tag}.json")
-    for set in $asr_sets; do extra+=(--extra-json "recogniser_$set=data/$set/asr.json"); done
+    for pair in $asr_sets $asr_pairs; do
+      set=${pair#*:}
+      if [ -f "data/$set/asr.json" ]; then extra+=(--extra-json "recogniser_$set=data/$set/asr.json"); fi
+    done
   fi
   # How stage 0 made the corpus' speech, where it says (mini: the speech style).
   f=downloads/$corpus/style.json
   [ -f "$f" ] && extra+=(--extra-json "speech_style=$f")
   python -m punct.bin.report --scores 'exp/*/decode_*/scores.json' --out-dir results \
-    --results-md RESULTS.md --title "Results: $corpus" --layouts "${report_layouts// /,}" \
+    --results-md "$results_md" --title "Results: $corpus" --layouts "${report_layouts// /,}" \
     --published "$published" \
     "${extra[@]}"
   stage_end 6 report
-  log "Results: $PWD/RESULTS.md, tables and plots in $PWD/results/"
+  log "Results: $PWD/$results_md, tables and plots in $PWD/results/"
 fi

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Stage 1 of the IWSLT 2012 recipe: data/{train,dev,test2011,test2011_full[,test2011asr]}
-# (Kaldi files + words.tsv, text only). Extra options go to punct.bin.prepare_iwslt,
+# (Kaldi files + words.tsv, text only), and data/dev_asrsim: the ASR condition of the
+# validation blocks, simulated at $iwslt_asr_dev_wer (default 0.2) with seeded
+# substitutions by words that sound alike, deletions and insertions (docs/ASR.md), for
+# selecting ASR-robust systems without touching test2011asr. Extra options go to punct.bin.prepare_iwslt,
 # also through $iwslt_prepare_opts (e.g. "--max-train-words 8000" for a CI-sized run).
 # Usage: local/iwslt2012/prepare.sh <downloads-dir> <data-dir> [prepare_iwslt options]
 set -euo pipefail
@@ -11,3 +14,5 @@ shift 2
 # shellcheck disable=SC2086
 python -m punct.bin.prepare_iwslt --db-dir "$db" --data-dir "$data" \
   ${iwslt_prepare_opts:-} "$@"
+python -m punct.bin.simulate_asr --data-dir "$data/dev" --train-dir "$data/train" \
+  --out-dir "$data/dev_asrsim" --wer "${iwslt_asr_dev_wer:-0.2}" --seed 1
