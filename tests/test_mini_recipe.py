@@ -33,7 +33,8 @@ def run_recipe(recipe: Path, *args: str) -> subprocess.CompletedProcess:
          "--baseline-systems", "brnn_text brnn_pause prosodic_pp",
          "--transformer-systems", "autopunct_text autopunct_dg unipunc",
          "--report-layouts", "autopunct moro unipunc",
-         "--pause-twins", "brnn_pause:brnn_text autopunct_dg:autopunct_text", *args],
+         "--pause-twins", "brnn_pause:brnn_text autopunct_dg:autopunct_text",
+         "--asr", "pocketsphinx", *args],
         cwd=recipe, env=env, capture_output=True, text=True, timeout=3000,
     )
 
@@ -104,7 +105,8 @@ def test_tables_have_every_system_row_filled(recipe: Path) -> None:
         assert (results / f"{name}.csv").is_file()
     with open(results / "table4_micro_f1.csv", encoding="utf-8") as handle:
         rows = list(csv.DictReader(handle))
-    ours = {row["System"]: row for row in rows if row["System"] in SYSTEMS}
+    ours = {row["System"]: row for row in rows
+            if row["System"] in SYSTEMS and row["Data"] == "test"}
     assert set(ours) == set(SYSTEMS)
     for row in ours.values():
         for lang in ("EN", "ES", "EU", "HU", "ALL"):
@@ -117,11 +119,35 @@ def test_tables_have_every_system_row_filled(recipe: Path) -> None:
 
 def test_pause_gain_table(recipe: Path) -> None:
     gains = json.loads((recipe / "exp" / "pause_gain.json").read_text())
-    assert set(gains) == {"brnn_pause (test)", "autopunct_dg (test)"}
+    assert set(gains) == {f"{system} ({test_set})" for system in ("brnn_pause", "autopunct_dg")
+                          for test_set in ("test", "test_asr")}
     for key, row in gains.items():
         system = key.split()[0]
-        ours = json.loads((recipe / f"exp/{system}/decode_test/scores.json").read_text())
-        twin = json.loads((recipe / f"exp/{row['twin']}/decode_test/scores.json").read_text())
+        decode = f"decode_{row['set']}"
+        ours = json.loads((recipe / f"exp/{system}/{decode}/scores.json").read_text())
+        twin = json.loads((recipe / f"exp/{row['twin']}/{decode}/scores.json").read_text())
         expected = 100 * (ours["metrics"]["all"]["micro_f1"] - twin["metrics"]["all"]["micro_f1"])
         assert row["micro_gain"] == pytest.approx(expected, abs=0.11)
     assert "## pause_gain" in (recipe / "RESULTS.md").read_text()
+
+
+def test_asr_condition(recipe: Path) -> None:
+    """Stage 2 with --asr: the English test utterances recognised by pocketsphinx, their
+    labels projected; stage 6 scores every system on them against the reference."""
+    asr = json.loads((recipe / "data/test_asr/asr.json").read_text())
+    assert asr["recognizer"] == "pocketsphinx" and asr["utterances"] == 3
+    assert asr["ref_words"] == 248 and 0.0 < asr["wer"] < 1.0
+    assert set((recipe / "data/test_asr/utt2lang").read_text().split()[1::2]) == {"en"}
+    penalty = json.loads((recipe / "exp" / "asr_penalty.json").read_text())
+    assert set(penalty) == {f"{system} (test_asr)" for system in SYSTEMS}
+    for key, row in penalty.items():
+        system = key.split()[0]
+        scores = json.loads((recipe / f"exp/{system}/decode_test_asr/scores.json").read_text())
+        overall = scores["metrics"]["all"]
+        assert overall["asr"]["wer"] == pytest.approx(asr["wer"])
+        assert row["asr_micro_f1"] == pytest.approx(100 * overall["micro_f1"], abs=0.051)
+        ref = json.loads((recipe / f"exp/{system}/decode_test/scores.json").read_text())
+        assert row["ref_micro_f1"] == pytest.approx(100 * ref["metrics"]["en"]["micro_f1"],
+                                                    abs=0.051)
+    text = (recipe / "RESULTS.md").read_text()
+    assert "## asr_penalty" in text and "## recogniser_test_asr" in text

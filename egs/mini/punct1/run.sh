@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 export PUNCT_RECIPE_DIR=$PWD
-exec ../../../utils/stage_driver.sh --corpus mini --model-conf-dir conf/model \
+exec ../../../utils/stage_driver.sh --corpus mini --model-conf-dir conf/model --asr pocketsphinx \
   --baseline-systems "brnn_text brnn_pause prosodic_pp_dense prosodic_pp_sparse prosodic_pp_nopause prosodic_pp_labelonly" \
   --transformer-systems "autopunct_text autopunct_dg unipunc unipunc_brnn" \
   --report-layouts "autopunct moro unipunc" \
