@@ -2,12 +2,32 @@
 
 from __future__ import annotations
 
+import platform
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import torch
 from helpers.tinybert import build_tiny_bert
+
+from punct.infer.precision import BF16_CPU_FLAGS, cpu_flags
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    """The CPU the suite runs on and whether it computes bf16 natively: tolerances and
+    times differ between CPU kinds (Intel with AVX512-BF16/AMX, AMD EPYC without)."""
+    model = "unknown CPU"
+    try:
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
+            if line.startswith("model name"):
+                model = line.partition(":")[2].strip()
+                break
+    except OSError:
+        pass
+    native = sorted(cpu_flags() & BF16_CPU_FLAGS)
+    bf16 = f"native ({', '.join(native)})" if native else "emulated (no AVX512-BF16/AMX)"
+    return [f"cpu: {model} ({platform.machine()}), {torch.get_num_threads()} threads; "
+            f"bf16 {bf16}"]
 
 # Test modules whose tiny models run far faster on one thread (no OpenMP contention
 # on a busy 2-core machine).

@@ -50,7 +50,7 @@ class Recognizer(Protocol):
     """Audio -> timed words (:class:`punct.align.pocketsphinx_asr.PocketsphinxRecognizer`)."""
 
     name: str
-    language: str
+    language: str | None  # the utt2lang code of the utterances it decodes (None: all)
 
     def transcribe(self, samples: np.ndarray, rate: int, name: str = "audio"
                    ) -> list[TimedWord]: ...
@@ -87,7 +87,7 @@ def recognize_set(data_dir: Path, recognizer: Recognizer, partial: Path,
     (resuming from ``partial``), the seconds of audio and the seconds spent decoding."""
     done = _read_partial(partial)
     requests = [r for r in load_requests(data_dir)
-                if r.lang in (None, recognizer.language)]
+                if recognizer.language is None or r.lang in (None, recognizer.language)]
     if not requests:
         raise MissingDataError(f"no utterance in language {recognizer.language!r} "
                                f"for the {recognizer.name} recogniser", data_dir / "utt2lang")

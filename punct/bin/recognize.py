@@ -8,7 +8,9 @@ writes ``data/test_asr`` (``hyp.ctm``, ``words.tsv`` with the recogniser's words
 pauses and the projected labels, ``ref_words.tsv``, the Kaldi files of the utterances in
 the recogniser's language, ``asr.json`` with the WER): see
 :mod:`punct.align.asr_condition`. A rerun resumes from ``hyp.ctm.partial``.
-Recognisers: ``pocketsphinx`` (English, offline, the wheel's en-US model and language model).
+Recognisers: ``pocketsphinx`` (English, offline, the wheel's en-US model and language
+model) and ``espnet`` (the ESPnet ASR model of ``--asr-model``, its words timed by CTC
+segmentation; ``./setup.sh --with-espnet``), whose language is ``--language``.
 """
 
 from __future__ import annotations
@@ -19,11 +21,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from punct.align.asr_condition import build_asr_set
-from punct.align.pocketsphinx_asr import PocketsphinxRecognizer
 from punct.data.nonspeech import add_nonspeech_option
 from punct.errors import PunctInputError, report_error
-
-RECOGNIZERS = {"pocketsphinx": PocketsphinxRecognizer}
+from punct.infer.asr import RECOGNIZERS, make_recognizer
 
 
 def parser() -> argparse.ArgumentParser:
@@ -31,8 +31,13 @@ def parser() -> argparse.ArgumentParser:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--data-dir", required=True, help="test set with audio (wav.scp, words.tsv)")
     p.add_argument("--out-dir", required=True, help="the ASR set to write, e.g. data/test_asr")
-    p.add_argument("--asr", choices=sorted(RECOGNIZERS), default="pocketsphinx",
+    p.add_argument("--asr", choices=RECOGNIZERS, default="pocketsphinx",
                    help="recogniser (default: pocketsphinx)")
+    p.add_argument("--asr-model", default=None, metavar="DIR",
+                   help="--asr espnet: the ESPnet ASR model dir")
+    p.add_argument("--language", default=None,
+                   help="--asr espnet: the utt2lang code of the utterances it decodes "
+                        "(default: every utterance)")
     p.add_argument("--quiet", action="store_true", help="no per-utterance progress lines")
     add_nonspeech_option(p)
     return p
@@ -40,12 +45,14 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    recognizer = RECOGNIZERS[args.asr]()
 
     def progress(line: str) -> None:
         print(f"recognize: {line}", file=sys.stderr)
 
     try:
+        recognizer = make_recognizer(args.asr, args.asr_model)
+        if args.asr == "espnet":
+            recognizer.language = args.language
         summary = build_asr_set(Path(args.data_dir), Path(args.out_dir), recognizer,
                                 args.nonspeech, None if args.quiet else progress)
     except PunctInputError as err:

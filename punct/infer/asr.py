@@ -51,7 +51,11 @@ class Recognizer(Protocol):
 
 class EspnetRecognizer:
     """An ESPnet ``Speech2Text`` model, its words timed by CTC segmentation with the same
-    model (``timings=False``: untimed words)."""
+    model (``timings=False``: untimed words). ``language``: the utt2lang code of the
+    utterances it serves in the ASR stage (None: all)."""
+
+    name = "espnet"
+    language: str | None = None
 
     def __init__(self, model: str | Path, device: str = "cpu", beam_size: int = 10,
                  timings: bool = True):
