@@ -46,3 +46,18 @@ def test_summary_table_shows_text_metrics() -> None:
     assert (ours["BLEU"], ours["chrF"], ours["TER"]) == (100.0, 100.0, 0.0)
     base = frame[frame["System"] != "s"].iloc[0]
     assert base["BLEU"] == pytest.approx(score["text"]["baseline"]["bleu"])
+
+
+def test_asr_utterances_are_cut_at_reference_sentence_ends() -> None:
+    from punct.score.text_metrics import segments
+    from punct.wordtable import rows_from_text
+
+    ref = rows_from_text("u", "Hello there. How are you? Fine.")
+    hyp = rows_from_text("u", "hello the. how you are fine")
+    pieces = segments(ref, hyp)
+    assert [[r.word for r in a] for a, _ in pieces] == [
+        ["hello", "there"], ["how", "are", "you"], ["fine"]]
+    assert [[h.word for h in b] for _, b in pieces] == [
+        ["hello", "the"], ["how", "you", "are"], ["fine"]]
+    assert segments(ref, rows_from_text("u", "hello there how are you fine")) == [
+        (ref, rows_from_text("u", "hello there how are you fine"))]

@@ -32,8 +32,10 @@ train_set=train             # training set (data/<set>)
 dev_set=dev                 # validation set: model selection and early stopping
 system_dev_sets=""          # "system:set ...": systems selected on another validation set (e.g. nagy_asr:dev_asrsim)
 test_sets="test"            # test sets to decode and score
-aligner=dtw                 # stage 2: dtw | vad | pocketsphinx | ctc | espnet_ctc | auto | reference | ctm | textgrid
-asr=none                    # stage 2: recogniser of each test set's ASR condition (data/<set>_asr): none | pocketsphinx
+aligner=dtw                 # stage 2: dtw | vad | pocketsphinx | ctc | espnet_ctc | auto | reference | ctm | textgrid | none
+asr=none                    # stage 2: recogniser of each test set's ASR condition (data/<set>_asr): none | pocketsphinx | espnet
+asr_model=""                # --asr espnet: the ESPnet ASR model dir (its language: --asr-language)
+asr_language=""             # --asr espnet: utt2lang code of the utterances it decodes (empty: all)
 ctc_model=""                # --aligner ctc: wav2vec2/MMS CTC model (HF id or dir); espnet_ctc: ESPnet model dir
 nonspeech=default           # map of non-speech tokens (<breath>, [noise]): punct/conf/nonspeech/<name>.yaml or a path (docs/NONSPEECH.md)
 score_alignment=true        # boundary error vs downloads/<corpus>/ref timings, where they exist
@@ -161,6 +163,8 @@ fi
 if stage_begin 2 "align: word timings and pauses ($aligner)"; then
   for set in $(all_sets); do
     [ -f "data/$set/wav.scp" ] || { log "  $set: no audio, skipped"; continue; }
+    [ "$aligner" != none ] || { log "  $set: --aligner none, not aligned"; continue; }
+    case $set in *_asr) log "  $set: timed by its recogniser, not aligned"; continue ;; esac
     out=data/$set/align/$aligner
     # --reference-dir is the timing source of --aligner reference (unused by dtw/vad).
     # shellcheck disable=SC2154
@@ -182,8 +186,11 @@ if stage_begin 2 "align: word timings and pauses ($aligner)"; then
   if [ "$asr" != none ]; then
     for set in $test_sets; do
       [ -f "data/$set/wav.scp" ] || continue
+      asr_opts=()
+      [ -n "$asr_model" ] && asr_opts+=(--asr-model "$asr_model")
+      [ -n "$asr_language" ] && asr_opts+=(--language "$asr_language")
       python -m punct.bin.recognize --data-dir "data/$set" --out-dir "data/${set}_asr" \
-        --asr "$asr" --nonspeech "$nonspeech" --quiet
+        --asr "$asr" --nonspeech "$nonspeech" --quiet "${asr_opts[@]+"${asr_opts[@]}"}"
     done
   fi
   stage_end 2 align
