@@ -50,6 +50,7 @@ report_layouts="autopunct"  # stage 6 table layouts: autopunct courtland nagy mo
 published=autopunct_2021    # published figures of the autopunct layout ('none': leave out)
 pause_twins=""              # stage 6: "system:twin ..." pause-aware systems and their text-only twins (gain table)
 results_md=RESULTS.md       # stage 6: the report (e.g. RESULTS_asr.md for a set-up of a few systems)
+results_dir=results         # stage 6: its tables and plots (e.g. results_asr with RESULTS_asr.md)
 asr_pairs=""                # stage 6: "set:asr_set ..." reference sets and their ASR conditions (penalty table); <set>:<set>_asr of --asr are added
 model_conf_dir=conf/model   # where <system>.yaml are looked up (recipe dir, then repo root)
 stage_tag=""                # set-up name when several share a recipe dir (markers .stages/<tag>/)
@@ -300,7 +301,7 @@ if stage_begin 6 "decode, score and report"; then
   if [ ${#pp_systems[@]} -gt 0 ]; then
     for set in $test_sets; do
       python -m punct.bin.pr_curves --data-dir "data/$set" --set "$set" "${pp_systems[@]}" \
-        --out "results/moro_fig1_pr_$set.png"
+        --out "$results_dir/moro_fig1_pr_$set.png"
     done
   fi
   python -m punct.bin.stage_times --stages-dir "$(dirname "$(marker 6)")" \
@@ -349,10 +350,10 @@ if stage_begin 6 "decode, score and report"; then
   # How stage 0 made the corpus' speech, where it says (mini: the speech style).
   f=downloads/$corpus/style.json
   [ -f "$f" ] && extra+=(--extra-json "speech_style=$f")
-  python -m punct.bin.report --scores 'exp/*/decode_*/scores.json' --out-dir results \
+  python -m punct.bin.report --scores 'exp/*/decode_*/scores.json' --out-dir "$results_dir" \
     --results-md "$results_md" --title "Results: $corpus" --layouts "${report_layouts// /,}" \
     --published "$published" \
     "${extra[@]}"
   stage_end 6 report
-  log "Results: $PWD/$results_md, tables and plots in $PWD/results/"
+  log "Results: $PWD/$results_md, tables and plots in $PWD/$results_dir/"
 fi
