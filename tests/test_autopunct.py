@@ -236,6 +236,7 @@ def test_forward_shapes(tiny_dir: Path, model_cfg: dict) -> None:
 def test_loss_ignores_non_word_positions(tiny_dir: Path) -> None:
     cfg = config(tiny_dir, silence={"kind": "discrete"})
     feat = make_featurizer(cfg)
+    torch.manual_seed(0)  # the same heads whatever ran before (test order, xdist worker)
     model = make_model(cfg, feat).eval()
     batch = batch_for(feat, [seq("the zebra is a quokka".split()), seq("no".split(), 9)], 24)
     other = (batch["word_ids"] < 0) | (batch["attention_mask"] == 0)
@@ -247,7 +248,8 @@ def test_loss_ignores_non_word_positions(tiny_dir: Path) -> None:
     assert model.loss(changed).item() == pytest.approx(base, abs=1e-6)
     word = batch["word_ids"] >= 0
     changed["cap"][word] = (changed["cap"][word] + 1) % 3
-    assert model.loss(changed).item() != pytest.approx(base, abs=1e-4)
+    changed["punct"][word] = 1.0 - changed["punct"][word]
+    assert model.loss(changed).item() != pytest.approx(base, abs=1e-2)
 
 
 def test_cap_head_sees_previous_and_own_punctuation(tiny_dir: Path) -> None:

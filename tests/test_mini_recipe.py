@@ -34,7 +34,7 @@ def run_recipe(recipe: Path, *args: str) -> subprocess.CompletedProcess:
          "--transformer-systems", "autopunct_text autopunct_dg unipunc",
          "--report-layouts", "autopunct moro unipunc",
          "--pause-twins", "brnn_pause:brnn_text autopunct_dg:autopunct_text",
-         "--asr", "pocketsphinx", *args],
+         "--asr", "pocketsphinx", "--num-threads", "1", *args],
         cwd=recipe, env=env, capture_output=True, text=True, timeout=3000,
     )
 
