@@ -52,7 +52,7 @@ DRAW_TRIES = 8
 
 
 @dataclass
-class EditCounts:
+class AugmentCounts:
     """Words in, and substitutions, deletions and insertions made."""
 
     words: int = 0
@@ -60,7 +60,7 @@ class EditCounts:
     dele: int = 0
     ins: int = 0
 
-    def add(self, other: EditCounts) -> None:
+    def add(self, other: AugmentCounts) -> None:
         self.words += other.words
         self.sub += other.sub
         self.dele += other.dele
@@ -153,7 +153,7 @@ class Augmenter:
         return self.frequent.draw(rng, word)
 
     def augment(self, rows: Sequence[WordRow], rng: np.random.Generator
-                ) -> tuple[list[WordRow], EditCounts]:
+                ) -> tuple[list[WordRow], AugmentCounts]:
         """The augmented rows of one utterance and the edits made (drawn from ``rng``)."""
         n = len(rows)
         opts = self.options
@@ -168,12 +168,12 @@ class Augmenter:
 
     def edit(self, rows: Sequence[WordRow], delete: Sequence[bool],
              substitute: Sequence[bool], insert: Sequence[bool], rng: np.random.Generator
-             ) -> tuple[list[WordRow], EditCounts]:
+             ) -> tuple[list[WordRow], AugmentCounts]:
         """``rows`` with word i deleted, or substituted, where ``delete[i]`` or
         ``substitute[i]``, and a word inserted before it where ``insert[i]``; the new
         words are drawn from ``rng``. Labels and pauses as in the module docstring."""
         n = len(rows)
-        counts = EditCounts(words=n)
+        counts = AugmentCounts(words=n)
         if n == 0:
             return [], counts
         out: list[_Word] = []
@@ -230,10 +230,10 @@ class TrainingAugmenter:
         self.utts = list(utts.items())
         self.langs = [seq.lang for seq in seqs]
 
-    def epoch(self, epoch: int) -> tuple[list[WordSeq], EditCounts]:
+    def epoch(self, epoch: int) -> tuple[list[WordSeq], AugmentCounts]:
         """Every utterance augmented with the draws of ``epoch``, offsets renumbered."""
         seqs: list[WordSeq] = []
-        total = EditCounts()
+        total = AugmentCounts()
         offset = 0
         for (utt_id, rows), lang in zip(self.utts, self.langs, strict=True):
             new, counts = self.augmenter.augment(rows, utterance_rng(self.seed, epoch, utt_id))
