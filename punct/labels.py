@@ -62,6 +62,9 @@ CANONICAL: dict[str, str] = {
 
 DASHES = frozenset("-‐‑‒–—―")
 # Closing marks: code point -> label (dashes and straight quotes are positional).
+#: The marks that end a sentence (a capital follows them).
+SENTENCE_END: frozenset[str] = frozenset({"PERIOD", "QUESTION", "EXCLAMATION"})
+
 CLOSING_CHARS: dict[str, str] = {
     ",": "COMMA",
     "،": "COMMA",

@@ -29,7 +29,7 @@ from typing import Protocol
 import numpy as np
 
 from punct.data.audio import load_requests
-from punct.data.ctm import ctm_lines
+from punct.data.ctm import atomic_write_text, write_ctm
 from punct.data.nonspeech import load_nonspeech_map
 from punct.data.projection import hyp_rows, project_utterance
 from punct.data.timed import TimedWord
@@ -139,11 +139,7 @@ def build_asr_set(data_dir: Path, out_dir: Path, recognizer: Recognizer,
         projected[utt], refs[utt] = result.rows, ref[utt]
         counts = counts + result.counts
         moved, dropped = moved + result.moved, dropped + result.dropped
-    out_dir.mkdir(parents=True, exist_ok=True)
-    with open(out_dir / "hyp.ctm.tmp", "w", encoding="utf-8") as ctm:
-        for utt in utts:
-            ctm.writelines(ctm_lines(utt, hyp_words[utt]))
-    (out_dir / "hyp.ctm.tmp").replace(out_dir / "hyp.ctm")
+    write_ctm(out_dir / "hyp.ctm", {utt: hyp_words[utt] for utt in utts})
     write_word_table(out_dir / "words.tsv", projected)
     write_word_table(out_dir / "ref_words.tsv", refs)
     write_kv(out_dir / "text", {u: render_rows(rows) for u, rows in projected.items()})
@@ -169,5 +165,5 @@ def build_asr_set(data_dir: Path, out_dir: Path, recognizer: Recognizer,
         "audio_seconds": round(audio_s, 3), "decode_seconds": round(decode_s, 3),
         "real_time_factor": round(decode_s / audio_s, 4) if audio_s else None,
     }
-    (out_dir / "asr.json").write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
+    atomic_write_text(out_dir / "asr.json", json.dumps(summary, indent=1) + "\n")
     return summary

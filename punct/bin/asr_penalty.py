@@ -18,6 +18,7 @@ import sys
 from dataclasses import asdict
 from pathlib import Path
 
+from punct.data.ctm import atomic_write_text
 from punct.errors import PunctInputError, report_error
 from punct.score.asr_penalty import asr_penalty, parse_pair
 
@@ -49,8 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     except PunctInputError as err:
         return report_error("asr_penalty", err)
     if args.json is not None:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(rows, indent=1) + "\n", encoding="utf-8")
+        atomic_write_text(args.json, json.dumps(rows, indent=1) + "\n")
     return 0
 
 

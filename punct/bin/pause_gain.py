@@ -18,6 +18,7 @@ import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from punct.data.ctm import atomic_write_text
 from punct.errors import PunctInputError, report_error
 from punct.score.tables import load_scores
 
@@ -91,8 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     except PunctInputError as err:
         return report_error("pause_gain", err)
     if args.json is not None:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(rows, indent=1) + "\n", encoding="utf-8")
+        atomic_write_text(args.json, json.dumps(rows, indent=1) + "\n")
     return 0
 
 

@@ -50,9 +50,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"recognize: {line}", file=sys.stderr)
 
     try:
-        recognizer = make_recognizer(args.asr, args.asr_model)
-        if args.asr == "espnet":
-            recognizer.language = args.language
+        recognizer = make_recognizer(args.asr, args.asr_model, language=args.language)
         summary = build_asr_set(Path(args.data_dir), Path(args.out_dir), recognizer,
                                 args.nonspeech, None if args.quiet else progress)
     except PunctInputError as err:

@@ -25,6 +25,7 @@ from pathlib import Path
 from punct.config import AugmentSection
 from punct.data.augment import Augmenter, utterance_rng, word_counts
 from punct.data.confusable import load_neighbours
+from punct.data.ctm import atomic_write_text
 from punct.data.projection import project_utterance
 from punct.data.word_align import EditCounts
 from punct.errors import PunctInputError
@@ -82,5 +83,5 @@ def simulate_asr_set(data_dir: Path, train_dir: Path, out_dir: Path, target_wer:
         "recognizer": "simulated", "target_wer": target_wer, "shares": list(shares),
         "substitutes": source, "seed": seed, "utterances": len(ref), **total.as_dict(),
         "marks_moved": moved, "marks_dropped": dropped}
-    (out_dir / "asr.json").write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
+    atomic_write_text(out_dir / "asr.json", json.dumps(summary, indent=1) + "\n")
     return summary

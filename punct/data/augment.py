@@ -38,10 +38,9 @@ import numpy as np
 from punct.config import AugmentSection
 from punct.data.confusable import Neighbours
 from punct.data.sequences import WordSeq, rows_to_seq
-from punct.labels import OPENING_LABELS, LabelSet, apply_cap
+from punct.labels import OPENING_LABELS, SENTENCE_END, LabelSet, apply_cap
 from punct.wordtable import WordRow
 
-SENTENCE_END = frozenset({"PERIOD", "QUESTION", "EXCLAMATION"})
 """Marks after which the next word starts a sentence (for a deleted capitalised word)."""
 
 STREAM = 0x61756731

@@ -55,12 +55,12 @@ class EspnetRecognizer:
     utterances it serves in the ASR stage (None: all)."""
 
     name = "espnet"
-    language: str | None = None
 
     def __init__(self, model: str | Path, device: str = "cpu", beam_size: int = 10,
-                 timings: bool = True):
+                 timings: bool = True, language: str | None = None):
         self.asr = EspnetAsr(model, device, beam_size)
         self.ctc = EspnetCtc(model, device) if timings else None
+        self.language = language
 
     def transcribe(self, samples: np.ndarray, rate: int, name: str = "audio"
                    ) -> list[TimedWord] | list[str]:
@@ -71,9 +71,10 @@ class EspnetRecognizer:
 
 
 def make_recognizer(asr: str, model: str | Path | None = None, device: str = "cpu",
-                    beam_size: int = 10) -> Recognizer:
+                    beam_size: int = 10, language: str | None = None) -> Recognizer:
     """The recogniser named ``asr``: ``pocketsphinx`` (English, offline, the wheel's model)
-    or ``espnet`` (the ESPnet model dir ``model``)."""
+    or ``espnet`` (the ESPnet model dir ``model``, serving the utt2lang code
+    ``language``, None: every utterance, in the ASR stage)."""
     if asr == "pocketsphinx":
         if model is not None:
             raise PunctInputError("--asr pocketsphinx uses the model the pocketsphinx wheel "
@@ -82,7 +83,7 @@ def make_recognizer(asr: str, model: str | Path | None = None, device: str = "cp
     if asr == "espnet":
         if model is None:
             raise PunctInputError("--asr espnet needs --asr-model DIR (an ESPnet ASR model)")
-        return EspnetRecognizer(model, device, beam_size)
+        return EspnetRecognizer(model, device, beam_size, language=language)
     raise PunctInputError(f"unknown recogniser {asr!r} (known: {', '.join(RECOGNIZERS)})")
 
 

@@ -22,9 +22,8 @@ from typing import Any
 
 from punct.data.word_align import align_words
 from punct.extras import require
+from punct.labels import SENTENCE_END
 from punct.wordtable import WordRow, render_rows
-
-SENTENCE_END = frozenset({"PERIOD", "QUESTION", "EXCLAMATION"})
 
 
 def _baseline_rows(rows: Sequence[WordRow]) -> list[WordRow]:
