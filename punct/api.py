@@ -174,8 +174,9 @@ class Restorer:
         ``punct-restore --asr``). ``asr="pocketsphinx"`` (the default without
         ``asr_model``): English, offline, the speech extra; ``asr="espnet"`` (the default
         with ``asr_model``): the ESPnet model ``asr_model``, its words timed by CTC
-        segmentation (``./setup.sh --with-espnet``). One path gives its words; a list gives
-        a list per file."""
+        segmentation (``./setup.sh --with-espnet``); ``asr="ctc"``: the wav2vec2/MMS CTC
+        model ``asr_model`` (a directory or a Hugging Face id), greedy, timed by its
+        frames. One path gives its words; a list gives a list per file."""
         from punct.infer.asr import SpeechInput, make_recognizer  # optional recognisers
 
         single = isinstance(audio, str | Path)

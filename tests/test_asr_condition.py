@@ -115,3 +115,20 @@ def test_no_utterance_in_the_recognisers_language(tmp_path: Path) -> None:
     write_kv(data / "utt2lang", {u: "hu" for u in REF})
     with pytest.raises(MissingDataError, match="no utterance in language 'en'"):
         build_asr_set(data, tmp_path / "out", StandIn())
+
+
+def test_recognize_command_with_a_ctc_model(tmp_path: Path) -> None:
+    from helpers.tiny_ctc import build_tiny_ctc
+
+    from punct.bin import recognize
+
+    data = make_set(tmp_path / "test")
+    model = build_tiny_ctc(tmp_path / "ctc")
+    out = tmp_path / "test_asr"
+    assert recognize.main(["--data-dir", str(data), "--out-dir", str(out), "--asr", "ctc",
+                           "--asr-model", str(model), "--language", "en", "--quiet"]) == 0
+    summary = json.loads((out / "asr.json").read_text())
+    assert summary["recognizer"] == "ctc" and summary["language"] == "en"
+    assert summary["utterances"] == 2
+    assert sorted(read_kv(out / "utt2lang")) == ["en-a", "en-b"]
+    assert sorted(read_word_table(out / "ref_words.tsv")) == ["en-a", "en-b"]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import json
 import math
 from pathlib import Path
 
@@ -11,6 +10,7 @@ import numpy as np
 import pytest
 import soundfile as sf
 import torch
+from helpers.tiny_ctc import VOCAB, build_tiny_ctc
 
 from punct.align.base import AlignRequest, get_aligner
 from punct.align.ctc import (
@@ -128,10 +128,6 @@ def test_word_spans_skip_separators() -> None:
 
 # ----------------------------------------------------------------------------- spelling
 
-VOCAB = {"<pad>": 0, "|": 1, "<unk>": 2,
-         **{c: i + 3 for i, c in enumerate("abcdefghijklmnopqrstuvwxyz'")}}
-
-
 def test_spell_maps_case_accents_and_drops_symbols() -> None:
     assert spell("Café", VOCAB, lower=True) == [VOCAB[c] for c in "cafe"]
     assert spell("don't", VOCAB, lower=True) == [VOCAB[c] for c in "don't"]
@@ -211,30 +207,7 @@ def test_missing_model_is_missing_data(tmp_path: Path) -> None:
 @pytest.fixture(scope="module")
 def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A random tiny wav2vec2 CTC model + processor saved locally (stride 20 samples)."""
-    from transformers import (
-        Wav2Vec2Config,
-        Wav2Vec2CTCTokenizer,
-        Wav2Vec2FeatureExtractor,
-        Wav2Vec2ForCTC,
-        Wav2Vec2Processor,
-    )
-
-    out = tmp_path_factory.mktemp("tiny_ctc")
-    (out / "vocab.json").write_text(json.dumps(VOCAB), encoding="utf-8")
-    tokenizer = Wav2Vec2CTCTokenizer(str(out / "vocab.json"), unk_token="<unk>",
-                                     pad_token="<pad>", word_delimiter_token="|")
-    extractor = Wav2Vec2FeatureExtractor(feature_size=1, sampling_rate=16000,
-                                         padding_value=0.0, do_normalize=True)
-    Wav2Vec2Processor(feature_extractor=extractor, tokenizer=tokenizer).save_pretrained(out)
-    config = Wav2Vec2Config(
-        vocab_size=len(VOCAB), hidden_size=16, num_hidden_layers=0, num_attention_heads=2,
-        intermediate_size=32, conv_dim=(8, 8), conv_stride=(5, 4), conv_kernel=(10, 8),
-        num_conv_pos_embeddings=16, num_conv_pos_embedding_groups=2, pad_token_id=0,
-        feat_extract_norm="layer",  # per frame (group norm spans the whole input)
-    )
-    torch.manual_seed(0)
-    Wav2Vec2ForCTC(config).save_pretrained(out)
-    return out
+    return build_tiny_ctc(tmp_path_factory.mktemp("tiny_ctc"))
 
 
 def test_tiny_model_windows_match_one_pass(tiny_model_dir: Path) -> None:

@@ -185,7 +185,8 @@ class CtcModel:
         return ids, counts, seps
 
 
-def _resample(samples: np.ndarray, rate: int, target: int) -> np.ndarray:
+def resample(samples: np.ndarray, rate: int, target: int) -> np.ndarray:
+    """Float32 ``samples`` at ``rate`` Hz resampled to ``target`` Hz (polyphase)."""
     if rate == target:
         return samples.astype(np.float32, copy=False)
     signal = require("scipy.signal", "align", "resampling audio")  # optional extra: scipy
@@ -217,7 +218,7 @@ class CtcAligner(Aligner):
         if not request.words:
             return AlignResult([], duration)
         ids, counts, seps = self.model.tokens(request, self.config.use_word_delimiter)
-        x = _resample(samples, rate, self.model.sample_rate)
+        x = resample(samples, rate, self.model.sample_rate)
         em = self.model.emissions(x, self.config.chunk_seconds, self.config.context_seconds)
         try:
             path = viterbi(em, ids, self.model.blank)

@@ -9,8 +9,10 @@ pauses and the projected labels, ``ref_words.tsv``, the Kaldi files of the utter
 the recogniser's language, ``asr.json`` with the WER): see
 :mod:`punct.align.asr_condition`. A rerun resumes from ``hyp.ctm.partial``.
 Recognisers: ``pocketsphinx`` (English, offline, the wheel's en-US model and language
-model) and ``espnet`` (the ESPnet ASR model of ``--asr-model``, its words timed by CTC
-segmentation; ``./setup.sh --with-espnet``), whose language is ``--language``.
+model), ``espnet`` (the ESPnet ASR model of ``--asr-model``, its words timed by CTC
+segmentation; ``./setup.sh --with-espnet``) and ``ctc`` (a wav2vec2/MMS CTC model of
+``--asr-model``, greedy best path timed by its frames: :mod:`punct.align.ctc_asr`); the
+last two serve the utterances of ``--language``.
 """
 
 from __future__ import annotations
@@ -33,10 +35,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--out-dir", required=True, help="the ASR set to write, e.g. data/test_asr")
     p.add_argument("--asr", choices=RECOGNIZERS, default="pocketsphinx",
                    help="recogniser (default: pocketsphinx)")
-    p.add_argument("--asr-model", default=None, metavar="DIR",
-                   help="--asr espnet: the ESPnet ASR model dir")
+    p.add_argument("--asr-model", default=None, metavar="MODEL",
+                   help="--asr espnet: the ESPnet ASR model dir; --asr ctc: a CTC model "
+                        "(wav2vec2/MMS) directory or Hugging Face id")
     p.add_argument("--language", default=None,
-                   help="--asr espnet: the utt2lang code of the utterances it decodes "
+                   help="--asr espnet/ctc: the utt2lang code of the utterances it decodes "
                         "(default: every utterance)")
     p.add_argument("--quiet", action="store_true", help="no per-utterance progress lines")
     add_nonspeech_option(p)

@@ -56,11 +56,13 @@ def build_parser(prog: str = "punct-restore") -> argparse.ArgumentParser:
     parser.add_argument("--asr", choices=RECOGNIZERS, default=None,
                         help="INPUTs are audio files: transcribe them first. pocketsphinx: "
                         "English, offline (the pocketsphinx wheel's model and language model; "
-                        "the speech extra); espnet: the ESPnet model of --asr-model")
-    parser.add_argument("--asr-model", default=None, metavar="DIR",
-                        help="an ESPnet ASR model (dir with config.yaml and a .pth; implies "
-                        "--asr espnet): its words are timed by its CTC; needs ./setup.sh "
-                        "--with-espnet")
+                        "the speech extra); espnet: the ESPnet model of --asr-model; ctc: the "
+                        "wav2vec2/MMS CTC model of --asr-model (greedy, timed by its frames)")
+    parser.add_argument("--asr-model", default=None, metavar="MODEL",
+                        help="--asr espnet: an ESPnet ASR model (dir with config.yaml and a "
+                        ".pth; the default recogniser when --asr is not given): its words "
+                        "are timed by its CTC; needs ./setup.sh --with-espnet. --asr ctc: a "
+                        "CTC model directory or Hugging Face id")
     parser.add_argument("--asr-beam-size", type=int, default=10,
                         help="--asr espnet: beam size (default 10)")
     parser.add_argument("--output-format",

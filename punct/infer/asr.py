@@ -7,7 +7,10 @@ document, its id the file name without the extension. Recognisers:
 - ``pocketsphinx``: English, offline, the acoustic and language model of the
   ``pocketsphinx`` wheel; its own word times;
 - ``espnet``: an ESPnet ``Speech2Text`` model (``--asr-model``); the hypothesis words are
-  then timed by CTC segmentation with the same model.
+  then timed by CTC segmentation with the same model;
+- ``ctc``: a wav2vec2/MMS-style CTC model (``--asr-model``: a local directory or a
+  Hugging Face id), greedy best path timed by its frames
+  (:mod:`punct.align.ctc_asr`).
 
 The pauses between the timed words reach the restoring model exactly as from a CTM
 (untimed words, e.g. ESPnet with ``timings=False``, come without pauses).
@@ -21,6 +24,7 @@ from typing import Protocol
 
 import numpy as np
 
+from punct.align.ctc_asr import CtcRecognizer
 from punct.align.espnet_model import EspnetAsr, EspnetCtc
 from punct.align.pocketsphinx_asr import PocketsphinxRecognizer
 from punct.data.timed import TimedWord
@@ -72,9 +76,10 @@ class EspnetRecognizer:
 
 def make_recognizer(asr: str, model: str | Path | None = None, device: str = "cpu",
                     beam_size: int = 10, language: str | None = None) -> Recognizer:
-    """The recogniser named ``asr``: ``pocketsphinx`` (English, offline, the wheel's model)
-    or ``espnet`` (the ESPnet model dir ``model``, serving the utt2lang code
-    ``language``, None: every utterance, in the ASR stage)."""
+    """The recogniser named ``asr``: ``pocketsphinx`` (English, offline, the wheel's model),
+    ``espnet`` (the ESPnet model dir ``model``) or ``ctc`` (the CTC model ``model``, a
+    directory or a Hugging Face id); ``language``: the utt2lang code of the utterances
+    an espnet or ctc recogniser serves in the ASR stage (None: every utterance)."""
     if asr == "pocketsphinx":
         if model is not None:
             raise PunctInputError("--asr pocketsphinx uses the model the pocketsphinx wheel "
@@ -84,10 +89,15 @@ def make_recognizer(asr: str, model: str | Path | None = None, device: str = "cp
         if model is None:
             raise PunctInputError("--asr espnet needs --asr-model DIR (an ESPnet ASR model)")
         return EspnetRecognizer(model, device, beam_size, language=language)
+    if asr == "ctc":
+        if model is None:
+            raise PunctInputError("--asr ctc needs --asr-model (a wav2vec2/MMS CTC model: "
+                                  "a local directory or a Hugging Face id)")
+        return CtcRecognizer(str(model), device, language=language)
     raise PunctInputError(f"unknown recogniser {asr!r} (known: {', '.join(RECOGNIZERS)})")
 
 
-RECOGNIZERS = ("pocketsphinx", "espnet")
+RECOGNIZERS = ("pocketsphinx", "espnet", "ctc")
 
 
 class SpeechInput:
