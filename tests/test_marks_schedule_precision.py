@@ -33,7 +33,7 @@ from punct.infer.precision import resolve_precision
 from punct.labels import get_label_set
 from punct.models.marks import MarkObjective, class_weights
 from punct.train.optim import lr_factor
-from punct.train.thresholds import calibrated_defaults, tune_thresholds
+from punct.train.thresholds import band_distance, calibrated_defaults, tune_thresholds
 from punct.train.trainer import train_experiment
 from punct.wordtable import WordRow, write_word_table
 
@@ -211,8 +211,9 @@ def test_tune_thresholds_maximises_micro_f1_and_spares_rare_marks() -> None:
     assert tuned.thresholds["A"] == pytest.approx(0.15)  # catches both at 0.3 and 0.35
     assert tuned.thresholds["B"] == pytest.approx(0.6)   # drops the 0.55 false alarm
     assert tuned.f1_after == pytest.approx(1.0) and tuned.f1_before < 1.0
-    # with too few dev occurrences a mark keeps the default threshold
-    rare = tune_thresholds(probs, ref, ["A", "B"], min_support=3)
+    # with too few dev occurrences a mark keeps the default threshold (where the ratio
+    # band does not apply: at 0.5, A would never fire)
+    rare = tune_thresholds(probs, ref, ["A", "B"], min_support=3, band=(0.0, np.inf))
     assert rare.thresholds == {"A": 0.5, "B": 0.5} and rare.f1_after == rare.f1_before
     # a low threshold that adds more false alarms than hits is not taken
     noisy = np.array([[0.4, 0.0]] * 2 + [[0.3, 0.0]] * 6 + [[0.9, 0.0]] * 2)
@@ -299,3 +300,36 @@ def test_typed_sections_check_types_and_family_model_keys(tmp_path: Path) -> Non
     cfg = resolve_config({"family": "brnn", "train": {"warmup_epochs": 1, "grad_clip": 2}})
     assert train_section(cfg).warmup_epochs == 1 and decode_section(cfg).threshold == 0.5
     assert DEFAULTS["decode"] == dataclasses.asdict(DecodeSection())  # one place
+
+
+def test_thresholds_do_not_buy_f1_with_a_flood_of_a_mark() -> None:
+    # A is mediocre (F1 0.4); B has 20 dev occurrences, 12 caught above 0.7 and 8 in a
+    # low-probability cloud with 37 negatives: at a low B threshold micro-F1 rises
+    # (0.421 -> 0.425) while B is predicted 2.25 times as often as the reference has it
+    n = 600
+    ref = np.zeros((n, 2), dtype=bool)
+    ref[:200, 0] = True
+    ref[200:220, 1] = True
+    probs = np.zeros((n, 2))
+    probs[:100, 0] = probs[400:, 0] = 0.9
+    probs[100:200, 0] = 0.0  # missed at any threshold
+    probs[200:212, 1] = 0.8
+    probs[212:245, 1] = 0.12  # 8 missed B and 25 false alarms
+    free = tune_thresholds(probs, ref, ["A", "B"], min_support=1, band=(0.0, np.inf))
+    banded = tune_thresholds(probs, ref, ["A", "B"], min_support=1)
+    assert free.thresholds["B"] <= 0.1 and free.ratios["B"] == pytest.approx(2.25)
+    assert banded.thresholds["B"] > 0.12 and banded.ratios["B"] == pytest.approx(0.6)
+    assert free.f1_after > banded.f1_after
+
+
+def test_ratio_band_moves_a_starved_rare_mark_and_reports_ratios() -> None:
+    # a rare mark (below min_support) whose default never fires is moved into the band;
+    # a mark absent from dev has no ratio
+    probs = np.array([[0.9, 0.3, 0.0], [0.1, 0.35, 0.0], [0.8, 0.05, 0.0], [0.2, 0.1, 0.0]])
+    ref = np.array([[1, 1, 0], [0, 1, 0], [1, 0, 0], [0, 0, 0]], dtype=bool)
+    tuned = tune_thresholds(probs, ref, ["A", "B", "C"], min_support=3)
+    assert tuned.thresholds["A"] == 0.5 and tuned.thresholds["C"] == 0.5
+    assert tuned.thresholds["B"] <= 0.3 and tuned.ratios["B"] == pytest.approx(1.0)
+    assert tuned.ratios["A"] == pytest.approx(1.0) and tuned.ratios["C"] is None
+    assert band_distance(np.array([1, 2, 4, 8]), 2).tolist() == pytest.approx(
+        [0.0, 0.0, 0.0, np.log(2)])

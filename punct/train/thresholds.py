@@ -2,7 +2,14 @@
 
 After training, the thresholds are tuned on dev by coordinate ascent on the micro-F1
 (grid 0.05 ... 0.95; marks with fewer than ``MIN_SUPPORT`` dev occurrences keep the
-default, so a tiny dev set cannot push rare marks into many false alarms). A mark trained
+default, so a tiny dev set cannot push rare marks into many false alarms).
+
+**No floods, no droughts.** A threshold may not buy dev micro-F1 by predicting a mark far
+more (or far less) often than the reference has it: each mark's candidate thresholds are
+restricted to those whose dev ratio predicted / reference lies in :data:`RATIO_BAND`
+(0.5-2). Where no grid value reaches the band, the one closest to it (in log ratio) is
+taken; a rare mark keeps its default unless that default lies outside the band. The
+ratios at the chosen thresholds are reported (``thresholds.json``, the training log). A mark trained
 with a BCE ``pos_weight`` w has its sigmoid raised by log(w) in logit space, so its
 untuned default is the calibrated w / (1 + w), the point where the unweighted posterior
 is one half; otherwise a rare, heavily weighted mark (EXCLAMATION) outbids a frequent one
@@ -16,7 +23,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -27,6 +34,8 @@ from punct.infer.decode import THRESHOLDS_FILE
 GRID = np.round(np.arange(0.05, 0.951, 0.05), 2)
 MIN_SUPPORT = 20
 """Marks seen fewer times in dev keep the default threshold."""
+RATIO_BAND = (0.5, 2.0)
+"""Allowed dev ratio of predicted to reference occurrences of a mark."""
 
 
 @dataclass
@@ -36,6 +45,8 @@ class TunedThresholds:
     thresholds: dict[str, float]
     f1_before: float
     f1_after: float
+    ratios: dict[str, float | None] = field(default_factory=dict)
+    """Dev predicted / reference occurrences per mark at ``thresholds`` (None: no reference)."""
 
 
 def _f1(tp: np.ndarray, fp: np.ndarray, fn: np.ndarray) -> np.ndarray:
@@ -68,67 +79,96 @@ def calibrated_defaults(default: float, n_marks: int,
     return w * t / (w * t + 1.0 - t)
 
 
+def band_distance(predicted: np.ndarray, support: int,
+                  band: tuple[float, float] = RATIO_BAND) -> np.ndarray:
+    """How far (in log ratio) ``predicted / support`` lies outside ``band`` (0 inside)."""
+    ratio = np.maximum(np.asarray(predicted, dtype=np.float64), 0.5) / max(support, 1)
+    low, high = band
+    below = np.log(low / ratio) if low > 0 else np.zeros_like(ratio)
+    above = np.log(ratio / high) if np.isfinite(high) else np.zeros_like(ratio)
+    return np.maximum(below, 0.0) + np.maximum(above, 0.0)
+
+
+def _decisions(probs: np.ndarray, thresholds: np.ndarray,
+               allowed: np.ndarray | None) -> np.ndarray:
+    return (probs >= thresholds if allowed is None
+            else constrained_marks(probs, thresholds, allowed))
+
+
+def pred_ref_ratios(probs: np.ndarray, ref: np.ndarray, labels: Sequence[str],
+                    thresholds: np.ndarray, allowed: np.ndarray | None = None
+                    ) -> dict[str, float | None]:
+    """Predicted / reference occurrences per mark of the decisions at ``thresholds``."""
+    hyp = _decisions(probs, thresholds, allowed)
+    out: dict[str, float | None] = {}
+    for k, label in enumerate(labels):
+        support = int(ref[:, k].sum())
+        out[label] = round(float(hyp[:, k].sum()) / support, 4) if support else None
+    return out
+
+
 def tune_thresholds(probs: np.ndarray, ref: np.ndarray, labels: Sequence[str],
                     default: float = 0.5, min_support: int = MIN_SUPPORT,
                     allowed: np.ndarray | None = None,
-                    pos_weight: Sequence[float] | np.ndarray | None = None
-                    ) -> TunedThresholds:
+                    pos_weight: Sequence[float] | np.ndarray | None = None,
+                    band: tuple[float, float] = RATIO_BAND) -> TunedThresholds:
     """Per-mark thresholds on (N, P) probabilities against (N, P) boolean references.
 
     Coordinate ascent on the micro-F1 over all marks (the selection metric): each mark
     with at least ``min_support`` dev occurrences gets, in turn, the grid value that
-    maximises the micro-F1 with the other thresholds fixed (ties keep the current value);
-    two passes. Rare marks keep ``default``: a threshold fitted to a handful of dev words
-    buys recall with many false alarms on new data. ``allowed``: the sets of marks a word
-    may get (``decode.combinations``); the decisions then interact, and each grid value
-    is scored by decoding all marks. ``pos_weight``: the per-mark weights of the training
-    loss; the rare marks then keep their calibrated default (``calibrated_defaults``)."""
+    maximises the micro-F1 with the other thresholds fixed, among the values whose dev
+    predicted / reference ratio lies in ``band`` (or, where none does, the value closest
+    to it); ties keep the current value; two passes. Rare marks keep ``default`` unless
+    it floods or starves them beyond ``band``: a threshold fitted to a handful of dev
+    words buys recall with many false alarms on new data. ``allowed``: the sets of marks
+    a word may get (``decode.combinations``); the decisions then interact, and each grid
+    value is scored by decoding all marks. ``pos_weight``: the per-mark weights of the
+    training loss; the rare marks then start from their calibrated default
+    (``calibrated_defaults``)."""
     probs = np.asarray(probs, dtype=np.float64)
     ref = np.asarray(ref, dtype=bool)
     if probs.shape != ref.shape or probs.ndim != 2 or probs.shape[1] != len(labels):
         raise ValueError(f"probabilities {probs.shape} and references {ref.shape} do not "
                          f"match {len(labels)} labels")
-    tuned = [k for k in range(len(labels)) if int(ref[:, k].sum()) >= min_support]
+    support = ref.sum(axis=0).astype(int)
+    tuned = [k for k in range(len(labels)) if support[k] >= min_support]
     start = calibrated_defaults(default, len(labels), pos_weight)
     chosen = np.full(len(labels), float(default))
     rare = [k for k in range(len(labels)) if k not in tuned]
     chosen[rare] = start[rare]
+    before = micro_f1(probs, ref, np.full(len(labels), float(default)), allowed)
 
-    def counts(k: int, thresholds: np.ndarray) -> np.ndarray:
-        hyp = probs[:, k][:, None] >= thresholds[None, :]
-        pos = ref[:, k][:, None]
-        return np.stack([(hyp & pos).sum(0), (hyp & ~pos).sum(0), (~hyp & pos).sum(0)])
+    def scores(k: int, grid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Micro-F1 and band distance of mark ``k`` at each grid value."""
+        f1 = np.empty(len(grid))
+        dist = np.empty(len(grid))
+        for i, value in enumerate(grid):
+            trial = chosen.copy()
+            trial[k] = value
+            hyp = _decisions(probs, trial, allowed)
+            tp, fp = float((hyp & ref).sum()), float((hyp & ~ref).sum())
+            fn = float((~hyp & ref).sum())
+            f1[i] = _f1(np.array(tp), np.array(fp), np.array(fn))
+            dist[i] = band_distance(np.array(hyp[:, k].sum()), int(support[k]), band)
+        return f1, dist
 
-    if allowed is not None:
-        result = _tune_constrained(probs, ref, labels, chosen, tuned, allowed)
-        result.f1_before = micro_f1(probs, ref, np.full(len(labels), float(default)), allowed)
-        return result
     for _ in range(2):
         for k in tuned:
-            others = sum(counts(j, chosen[j:j + 1])[:, 0] for j in range(len(labels)) if j != k)
             grid = np.append(chosen[k], GRID)  # the current value first: ties keep it
-            tp, fp, fn = counts(k, grid) + np.asarray(others, dtype=np.int64)[:, None]
-            chosen[k] = float(grid[int(np.argmax(_f1(tp, fp, fn)))])
-    before = micro_f1(probs, ref, np.full(len(labels), float(default)))
-    after = micro_f1(probs, ref, chosen)
-    return TunedThresholds(dict(zip(labels, chosen.tolist(), strict=True)), before, after)
-
-
-def _tune_constrained(probs: np.ndarray, ref: np.ndarray, labels: Sequence[str],
-                      chosen: np.ndarray, tuned: list[int], allowed: np.ndarray
-                      ) -> TunedThresholds:
-    """The coordinate ascent of ``tune_thresholds`` under a restriction to ``allowed``."""
-    before = micro_f1(probs, ref, chosen, allowed)
-    best = before
-    for _ in range(2):
-        for k in tuned:
-            for value in GRID:
-                trial = chosen.copy()
-                trial[k] = value
-                score = micro_f1(probs, ref, trial, allowed)
-                if score > best:
-                    best, chosen = score, trial
-    return TunedThresholds(dict(zip(labels, chosen.tolist(), strict=True)), before, best)
+            f1, dist = scores(k, grid)
+            ok = dist <= dist.min() + 1e-12  # in the band, or as close to it as any
+            chosen[k] = float(grid[int(np.argmax(np.where(ok, f1, -1.0)))])
+    for k in rare:
+        if support[k] == 0:
+            continue
+        grid = np.append(chosen[k], GRID)
+        f1, dist = scores(k, grid)
+        if dist[0] > 0:  # the default floods or starves the mark: move into the band
+            ok = dist <= dist.min() + 1e-12
+            chosen[k] = float(grid[int(np.argmax(np.where(ok, f1, -1.0)))])
+    after = micro_f1(probs, ref, chosen, allowed)
+    return TunedThresholds(dict(zip(labels, chosen.tolist(), strict=True)), before, after,
+                           pred_ref_ratios(probs, ref, labels, chosen, allowed))
 
 
 def write_thresholds(exp_dir: str | Path, label_set: str, tuned: TunedThresholds) -> Path:
@@ -139,6 +179,7 @@ def write_thresholds(exp_dir: str | Path, label_set: str, tuned: TunedThresholds
         "label_set": label_set, "thresholds": tuned.thresholds,
         "dev_micro_f1_default": round(tuned.f1_before, 6),
         "dev_micro_f1_tuned": round(tuned.f1_after, 6),
+        "dev_pred_ref_ratio": tuned.ratios, "ratio_band": list(RATIO_BAND),
     }, indent=2) + "\n", encoding="utf-8")
     tmp.replace(path)
     return path

@@ -510,6 +510,8 @@ class _Run:
         self.log(f"thresholds tuned on dev: micro-F1 {tuned.f1_before:.4f} at "
                  f"{st.threshold} -> {tuned.f1_after:.4f}; "
                  + " ".join(f"{k}={v:.2f}" for k, v in tuned.thresholds.items()))
+        self.log("dev predicted/reference per mark: " + " ".join(
+            f"{k}={'n/a' if r is None else f'{r:.2f}'}" for k, r in tuned.ratios.items()))
 
     def _epoch_windows(self, epoch: int) -> list[Window]:
         """The training windows of ``epoch``: those of the whole utterances in epoch 1 (and
