@@ -205,6 +205,10 @@ def test_progress_in_a_log_is_plain_lines() -> None:
     bar.close(3, 1)
     assert err.getvalue().splitlines() == ["restore: 1 words, 0 documents, - words/s",
                                            "restore: 3 words, 1 documents, 3 words/s"]
+    clock.now = 9.0
+    bar.update(4, 2)
+    bar.close(4, 2)  # nothing new since the last line: not repeated
+    assert err.getvalue().splitlines()[2:] == ["restore: 4 words, 2 documents, 0 words/s"]
 
 
 def test_input_share_follows_the_open_file(tmp_path: Path) -> None:

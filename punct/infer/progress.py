@@ -61,6 +61,7 @@ class ProgressBar:
         self.clock = clock
         self.started = clock()
         self.drawn_at: float | None = None
+        self.shown: tuple[int, int, float | None] | None = None  # the state last drawn
         self.width = 0  # characters of the line on screen
 
     def update(self, words: int, documents: int, fraction: float | None = None,
@@ -72,6 +73,7 @@ class ProgressBar:
                 self.drawn_at is not None and now - self.drawn_at < self.interval)):
             return
         self.drawn_at = now
+        self.shown = (words, documents, fraction)
         self._draw(self.line(words, documents, fraction, elapsed))
 
     def line(self, words: int, documents: int, fraction: float | None, elapsed: float) -> str:
@@ -94,10 +96,11 @@ class ProgressBar:
         self.stream.flush()
 
     def close(self, words: int, documents: int, fraction: float | None = None) -> None:
-        """The final state (if anything was drawn) and the end of the line."""
+        """The final state (if anything was drawn and it changed) and the end of the line."""
         if self.drawn_at is None:
             return
-        self.update(words, documents, fraction, force=True)
+        if self.shown != (words, documents, fraction):
+            self.update(words, documents, fraction, force=True)
         if self.tty:
             self.stream.write("\n")
             self.stream.flush()
