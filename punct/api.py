@@ -5,6 +5,8 @@
 >>> r.restore("hello mr smith how are you")                  # one document -> str
 >>> r.restore(["first document", "second one"])              # list -> list
 >>> r.restore_words(["hi", "there"], starts=[0.0, 0.9], ends=[0.4, 1.3])  # -> list[Word]
+>>> r.restore_words(["hi", "there"], scores=True)[0].probability  # with mark probabilities
+>>> r.restore_sentences("hi there how are you")             # -> list of sentences
 >>> for line in r.restore_stream(open("big.txt")): ...      # lazily, bounded memory
 
 It wraps the engine of ``punct.bin.restore`` (``punct.infer.stream``): the same word
@@ -13,15 +15,21 @@ and batching, and the same pause computation as the command's readers (JSONL wit
 so pause-aware systems get their pauses exactly as the command gives them. Non-speech
 tokens (``<breath>``, ``[noise]``; ``Restorer(..., nonspeech="babel")`` picks the map,
 see docs/NONSPEECH.md) pass through at their position and are not punctuated.
+
+``keep_case`` (every ``restore*`` method but ``restore_audio``): True keeps the exact
+form of words written with internal or all capitals (``USA``, ``iPhone``); None (the
+default) does so when the input is already cased; False lets the model case every word
+(``punct.infer.casing``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import math
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -30,8 +38,11 @@ import torch
 from punct.data.nonspeech import NonSpeechMap, load_nonspeech_map
 from punct.errors import PunctInputError
 from punct.export.system import System, load_system
+from punct.infer.casing import CaseKeeper
+from punct.infer.scores import confidence
 from punct.infer.stream import Document, InputWord, Segment, plain_words
-from punct.infer.symbols import SymbolTally, split_words, tally
+from punct.infer.subtitles import sentences
+from punct.infer.symbols import SymbolTally, cased_input, split_words, tally
 from punct.labels import CANONICAL, OPENING_LABELS
 from punct.wordtable import WordRow, render_rows
 
@@ -42,7 +53,13 @@ BACKENDS = ("torch", "onnx", "onnx-int8")
 @dataclass(frozen=True)
 class Word:
     """One restored word: ``form`` (cased), ``word`` (lower-cased input), ``punct`` (marks in
-    reading order, opening marks first), ``cap`` (O/FIRST_CAP/ALL_CAPS) and the times."""
+    reading order, opening marks first), ``cap`` (O/FIRST_CAP/ALL_CAPS) and the times.
+
+    With ``restore_words(..., scores=True)`` also ``mark_probs`` (the model's probability
+    of every mark label of the system) and ``probability`` (the confidence of the word's
+    marks: the probability of its least certain mark decision, see
+    ``punct.infer.scores``); None otherwise, and for non-speech tokens. Neither takes part
+    in ``==``."""
 
     form: str
     word: str
@@ -51,6 +68,8 @@ class Word:
     start: float | None = None
     end: float | None = None
     pause_after: float | None = None
+    probability: float | None = field(default=None, compare=False)
+    mark_probs: dict[str, float] | None = field(default=None, compare=False)
 
     @property
     def text(self) -> str:
@@ -123,31 +142,37 @@ class Restorer:
         return cls(system, device=device, precision=precision, backend=backend, **options)
 
     # ------------------------------------------------------------------ public API
-    def restore(self, text: str | Sequence[str]) -> str | list[str]:
+    def restore(self, text: str | Sequence[str], *, keep_case: bool | None = None
+                ) -> str | list[str]:
         """Punctuate and case one document (a str) or each of a list of documents."""
         if isinstance(text, str):
-            return next(iter(self.restore_stream([text])))
-        return list(self.restore_stream(text))
+            return next(iter(self.restore_stream([text], keep_case=keep_case)))
+        return list(self.restore_stream(text, keep_case=keep_case))
 
-    def restore_stream(self, texts: Iterable[str]) -> Iterator[str]:
+    def restore_stream(self, texts: Iterable[str], *, keep_case: bool | None = None
+                       ) -> Iterator[str]:
         """Restore documents read lazily from ``texts`` (e.g. an open file: one per line);
         yields one restored string per document, in order, in bounded memory."""
-        docs = (Document(f"<{k}>", self._words(t)) for k, t in enumerate(texts, 1))
-        parts: list[str] = []
-        for seg in self.restore_documents(docs):
-            text = render_rows(seg.rows)
-            if text:
-                parts.append(text)
-            if seg.last:
-                yield " ".join(parts)
-                parts = []
+        for rows in self._restored_texts(texts, keep_case):
+            yield render_rows(rows)
+
+    def restore_sentences(self, text: str | Sequence[str], *, keep_case: bool | None = None
+                          ) -> list[str] | list[list[str]]:
+        """The restored text of one document (a str) cut into sentences, after every
+        sentence-final mark (the ``sentences`` of ``punct-restore``'s JSONL); a list of
+        documents gives a list of sentence lists."""
+        single = isinstance(text, str)
+        docs = [text] if isinstance(text, str) else text
+        out = [sentences(rows) for rows in self._restored_texts(docs, keep_case)]
+        return out[0] if single else out
 
     def restore_words(self, words: Sequence[str], starts: Sequence[float] | None = None,
-                      ends: Sequence[float] | None = None, lang: str | None = None
-                      ) -> list[Word]:
+                      ends: Sequence[float] | None = None, lang: str | None = None, *,
+                      keep_case: bool | None = None, scores: bool = False) -> list[Word]:
         """Restore a list of words, optionally with start/end times in seconds (pauses are
         computed from them exactly as the restore command does for timed JSONL). Marks on
-        the input words are stripped; a word made only of marks gives no output word."""
+        the input words are stripped; a word made only of marks gives no output word.
+        ``scores``: fill ``Word.probability`` and ``Word.mark_probs``."""
         if (starts is None) != (ends is None):
             raise ValueError("give both starts and ends, or neither")
         if starts is not None and ends is not None and not len(starts) == len(ends) == len(words):
@@ -160,11 +185,14 @@ class Restorer:
                 for w, s, e in zip(words, starts, ends, strict=True)]}
         if lang is not None:
             record["lang"] = lang
-        with tally(self.nonspeech) as counter:
+        with tally(self.nonspeech) as counter, _casing(keep_case):
             doc = self._read_jsonl(record)
         self._count(counter)
-        rows = [row for seg in self.restore_documents([doc]) for row in seg.rows]
-        return [_word(row) for row in rows]
+        out: list[Word] = []
+        for seg in self._restore_cased([doc], keep_case):
+            probs = seg.probs if scores and seg.probs is not None else [None] * len(seg.rows)
+            out.extend(_word(row, p) for row, p in zip(seg.rows, probs, strict=True))
+        return out
 
     def restore_audio(self, audio: str | Path | Sequence[str | Path],
                       asr_model: str | Path | None = None, *, asr: str | None = None,
@@ -203,16 +231,39 @@ class Restorer:
             finally:
                 self._count(counter)
 
+    def _restore_cased(self, docs: Iterable[Document], keep_case: bool | None
+                       ) -> Iterator[Segment]:
+        """``restore_documents`` with keep-case (docs split inside ``cased_input()``
+        unless ``keep_case`` is False)."""
+        if keep_case is False:
+            yield from self.restore_documents(docs)
+            return
+        keeper = CaseKeeper(keep_case)
+        yield from keeper.segments(self.restore_documents(keeper.documents(docs)))
+
+    def _restored_texts(self, texts: Iterable[str], keep_case: bool | None
+                        ) -> Iterator[list[WordRow]]:
+        """The restored rows of each text document, lazily and in order."""
+        docs = (Document(f"<{k}>", self._words(t, keep_case))
+                for k, t in enumerate(texts, 1))
+        rows: list[WordRow] = []
+        for seg in self._restore_cased(docs, keep_case):
+            rows.extend(seg.rows)
+            if seg.last:
+                yield rows
+                rows = []
+
     def _count(self, counter: SymbolTally) -> None:
         """Add a call's pass-through words to ``self.symbols`` (the running total)."""
         self.symbols.merge(counter)
 
     # ------------------------------------------------------------------ helpers
     @staticmethod
-    def _words(text: str) -> list[InputWord]:
+    def _words(text: str, keep_case: bool | None = False) -> list[InputWord]:
         if not isinstance(text, str):
             raise TypeError(f"documents must be str, got {type(text).__name__}")
-        return plain_words(split_words(text))
+        with _casing(keep_case):
+            return plain_words(split_words(text))
 
     @staticmethod
     def _read_jsonl(record: dict[str, Any]) -> Document:
@@ -231,6 +282,12 @@ def _finite(value: float) -> float:
     return value
 
 
-def _word(row: WordRow) -> Word:
+def _casing(keep_case: bool | None) -> contextlib.AbstractContextManager[None]:
+    """Words keep their case while split (for ``CaseKeeper``) unless keep-case is off."""
+    return contextlib.nullcontext() if keep_case is False else cased_input()
+
+
+def _word(row: WordRow, probs: dict[str, float] | None = None) -> Word:
     return Word(row.form, row.word, tuple(row.punct), row.cap, row.start, row.end,
-                row.pause_after)
+                row.pause_after, None if probs is None else confidence(probs, row.punct),
+                probs)

@@ -11,7 +11,11 @@ read lazily and restored in batches of about ``--batch-words`` words, so unbound
 input (a pipe) runs in bounded memory; a document longer than ``--block-words`` +
 ``--context-words`` is restored block by block. Text input: one document per line.
 CTM/TextGrid/JSONL-with-times/SRT/WebVTT give the model the pauses between words; from
-them srt/vtt output writes subtitles with cues broken at the restored sentence ends.
+them srt/vtt output writes subtitles whose cues are chosen over each document (sentence
+ends first, then long pauses, then commas; --min-cue-seconds, --max-cue-*).
+Words written with internal or all capitals (USA, iPhone) keep their form when the input
+is already cased (--keep-case/--no-keep-case force it). A progress bar shows on a
+terminal's stderr (--quiet: none; --progress: always).
 ESPnet decode outputs are read as kaldi (``text``), trn (``hyp.trn``) and ctc-segments
 (``asr_align`` segments); ``--asr-model`` runs an ESPnet ASR model on audio files first
 (the optional extra: ``./setup.sh --with-espnet``).
@@ -26,14 +30,19 @@ import argparse
 import contextlib
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import BinaryIO, TextIO
+from typing import TYPE_CHECKING, BinaryIO, TextIO
 
 from punct.data.nonspeech import add_nonspeech_option
 from punct.errors import MissingDataError, PunctInputError, report_error
 from punct.infer.asr import RECOGNIZERS, SpeechInput, make_recognizer
+from punct.infer.progress import InputShare, ProgressBar
 from punct.train.env import set_num_threads
+
+if TYPE_CHECKING:
+    from punct.infer.stream import Restorer as Engine
+    from punct.infer.stream import Segment
 
 
 def build_parser(prog: str = "punct-restore") -> argparse.ArgumentParser:
@@ -73,8 +82,17 @@ def build_parser(prog: str = "punct-restore") -> argparse.ArgumentParser:
                         help="srt/vtt output: most characters in a cue (default 84)")
     parser.add_argument("--max-cue-seconds", type=float, default=7.0,
                         help="srt/vtt output: longest cue in seconds (default 7)")
+    parser.add_argument("--min-cue-seconds", type=float, default=1.0,
+                        help="srt/vtt output: shortest cue in seconds where anything else "
+                        "fits (default 1)")
     parser.add_argument("--line-chars", type=int, default=42,
-                        help="srt/vtt output: cue lines are wrapped at this length")
+                        help="srt/vtt output: most characters in a cue line (two lines at "
+                        "most; default 42)")
+    parser.add_argument("--keep-case", action=argparse.BooleanOptionalAction, default=None,
+                        help="keep the exact form of words written with internal or all "
+                        "capitals (USA, iPhone, McDonald); default: when the input is "
+                        "already cased (a word with a capital, fewer than half of the words "
+                        "of two or more letters in capitals; docs/RESTORE.md)")
     parser.add_argument("--tier", default="words", help="TextGrid word tier (default: words)")
     parser.add_argument("--lang", default=None, help="language of documents without one")
     parser.add_argument("--checkpoint", default="best", choices=("best", "last"))
@@ -96,14 +114,18 @@ def build_parser(prog: str = "punct-restore") -> argparse.ArgumentParser:
     parser.add_argument("--context-words", type=int, default=None,
                         help="words of context either side of a block (default: the window)")
     add_nonspeech_option(parser)
-    parser.add_argument("--quiet", action="store_true", help="no summary line on stderr")
+    parser.add_argument("--quiet", action="store_true",
+                        help="no summary line and no progress bar on stderr")
+    parser.add_argument("--progress", action="store_true",
+                        help="a progress bar on stderr even when it is not a terminal "
+                        "(default: on a terminal, unless --quiet)")
     parser.add_argument("--verbose", action="store_true",
                         help="show the encoder's loading progress bars and logs")
     return parser
 
 
 @contextlib.contextmanager
-def _open_in(name: str) -> Iterator[BinaryIO]:
+def _open_in(name: str, share: InputShare | None = None) -> Iterator[BinaryIO]:
     if name == "-":
         yield sys.stdin.buffer
         return
@@ -111,7 +133,11 @@ def _open_in(name: str) -> Iterator[BinaryIO]:
     if not path.is_file():
         raise MissingDataError("input file not found", path)
     with open(path, "rb") as fh:
+        if share is not None:
+            share.open(fh)
         yield fh
+    if share is not None:
+        share.close(path.stat().st_size)
 
 
 @contextlib.contextmanager
@@ -124,8 +150,10 @@ def _open_out(name: str) -> Iterator[TextIO]:
         yield fh
 
 
-def documents(args: argparse.Namespace, speech: SpeechInput | None = None) -> Iterator:
-    """The ``Document`` stream of all inputs, read lazily (audio files through ``speech``)."""
+def documents(args: argparse.Namespace, speech: SpeechInput | None = None,
+              share: InputShare | None = None) -> Iterator:
+    """The ``Document`` stream of all inputs, read lazily (audio files through ``speech``;
+    ``share`` follows the bytes read of input files)."""
     from punct.infer import espnet_inputs, inputs
 
     if speech is not None:
@@ -148,7 +176,7 @@ def documents(args: argparse.Namespace, speech: SpeechInput | None = None) -> It
               "kaldi": espnet_inputs.read_kaldi_text, "trn": espnet_inputs.read_trn,
               "ctc-segments": espnet_inputs.read_ctc_segments}[args.input_format]
     for name in args.inputs:
-        with _open_in(name) as stream:
+        with _open_in(name, share) as stream:
             for doc in reader(stream, name):
                 doc.lang = doc.lang or args.lang
                 yield doc
@@ -157,8 +185,9 @@ def documents(args: argparse.Namespace, speech: SpeechInput | None = None) -> It
 def run(args: argparse.Namespace) -> dict:
     """Restore all inputs into ``args.output``; return a summary."""
     from punct.api import Restorer
+    from punct.infer.casing import CaseKeeper
     from punct.infer.outputs import write_segments
-    from punct.infer.symbols import tally
+    from punct.infer.symbols import cased_input, tally
 
     api = Restorer.from_pretrained(
         args.exp_dir, device=args.device, backend=args.backend, checkpoint=args.checkpoint,
@@ -175,15 +204,49 @@ def run(args: argparse.Namespace) -> dict:
     fmt = args.output_format or (args.input_format if args.input_format in ("text", "srt", "vtt")
                                  and not args.asr else "kaldi")
     cues = {"max_chars": args.max_cue_chars, "max_seconds": args.max_cue_seconds,
-            "line_chars": args.line_chars}
+            "min_seconds": args.min_cue_seconds, "line_chars": args.line_chars}
+    share = InputShare(_input_bytes(args))
+    # --progress: at once, wherever stderr goes; by default only on a terminal, after 1 s
+    bar = (ProgressBar(sys.stderr, delay=0.0) if args.progress
+           else ProgressBar(sys.stderr) if not args.quiet and sys.stderr.isatty() else None)
+    keeper = None if args.keep_case is False else CaseKeeper(args.keep_case)
     start = time.perf_counter()
-    with _open_out(args.output) as out, tally(api.nonspeech) as symbols:
-        docs = write_segments(restorer.restore(documents(args, speech)), out, fmt,
-                              flush=args.output == "-", cues=cues)
-    return {"documents": docs, "words": restorer.words_done, "symbols": symbols.message(),
+    done = [0]  # documents written
+    try:
+        with _open_out(args.output) as out, tally(api.nonspeech) as symbols, \
+                contextlib.nullcontext() if keeper is None else cased_input():
+            docs = documents(args, speech, share)
+            segments = restorer.restore(docs if keeper is None else keeper.documents(docs))
+            if keeper is not None:
+                segments = keeper.segments(segments)
+            if bar is not None:
+                segments = _follow(segments, bar, restorer, share, done)
+            n_docs = write_segments(segments, out, fmt, flush=args.output == "-", cues=cues)
+    finally:
+        if bar is not None:
+            bar.close(restorer.words_done, done[0], share.fraction())
+    return {"documents": n_docs, "words": restorer.words_done, "symbols": symbols.message(),
+            "kept_case": None if keeper is None else keeper.documents_kept,
             "audio_seconds": speech.audio_seconds if speech is not None else None,
             "seconds": time.perf_counter() - start, "model_seconds": restorer.seconds,
             "device": str(device), "window": st.window, "stride": st.stride, "bf16": st.bf16}
+
+
+def _input_bytes(args: argparse.Namespace) -> int | None:
+    """The total size of the input files read as streams (None: stdin, TextGrid, audio)."""
+    if args.asr or args.input_format == "textgrid" or "-" in args.inputs:
+        return None
+    paths = [Path(name) for name in args.inputs]
+    return sum(p.stat().st_size for p in paths) if all(p.is_file() for p in paths) else None
+
+
+def _follow(segments: Iterable[Segment], bar: ProgressBar, restorer: Engine,
+            share: InputShare, done: list[int]) -> Iterator[Segment]:
+    """``segments``, updating ``bar`` (and ``done``, the documents finished) after each."""
+    for seg in segments:
+        yield seg
+        done[0] += seg.last
+        bar.update(restorer.words_done, done[0], share.fraction())
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -206,6 +269,9 @@ def main(argv: list[str] | None = None) -> int:
               f"{info['seconds']:.2f}s ({rate:.0f} words/s, {info['device']}, window "
               f"{info['window']}, stride {info['stride']}, bf16 {info['bf16']})",
               file=sys.stderr)
+        if info["kept_case"]:
+            print(f"restore: words with internal or all capitals kept as written in "
+                  f"{info['kept_case']} of {info['documents']} documents", file=sys.stderr)
         if info["audio_seconds"]:
             print(f"restore: {info['audio_seconds']:.1f}s of audio, real-time factor "
                   f"{info['seconds'] / info['audio_seconds']:.2f} (recognition included)",

@@ -3,11 +3,15 @@
 - ``text``: one line per document, the punctuated, cased text (written segment by
   segment, so a very long document streams out);
 - ``kaldi``: ``<id> <text>`` per document (like ``data/<set>/text``);
-- ``jsonl``: ``{"id", "text", "words": [{"word", "form", "punct", "cap", "start", "end",
-  "pause_after"}]}`` per document (a document is held until its last segment);
+- ``jsonl``: ``{"id", "text", "sentences", "words": [{"word", "form", "punct", "cap",
+  "start", "end", "pause_after", "probability", "probs"}]}`` per document (a document
+  is held until its last segment); ``probs``: the model's probability of every mark
+  label, ``probability``: the word's confidence (``punct.infer.scores``), both absent
+  for non-speech tokens;
 - ``table``: the word table (``punct.wordtable`` columns, header first), streamed;
-- ``srt``/``vtt``: subtitles from timed words, cues broken at the restored sentence ends
-  (``punct.infer.subtitles``; ``cues``: ``max_chars``, ``max_seconds``, ``line_chars``).
+- ``srt``/``vtt``: subtitles from timed words, cues chosen over each document
+  (``punct.infer.cues``; ``cues``: ``max_chars``, ``max_seconds``, ``min_seconds``,
+  ``line_chars``).
 
 JSONL records also carry ``sentences``: the restored text cut after every sentence-final
 mark.
@@ -19,6 +23,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any, TextIO
 
+from punct.infer.scores import confidence, rounded
 from punct.infer.stream import Segment
 from punct.infer.subtitles import SubtitleWriter, sentences
 from punct.wordtable import COLUMNS, WordRow, format_row, render_rows
@@ -26,9 +31,13 @@ from punct.wordtable import COLUMNS, WordRow, format_row, render_rows
 FORMATS = ("text", "kaldi", "jsonl", "table", "srt", "vtt")
 
 
-def _row_json(row: WordRow) -> dict[str, Any]:
-    return {"word": row.word, "form": row.form, "punct": list(row.punct), "cap": row.cap,
-            "start": row.start, "end": row.end, "pause_after": row.pause_after}
+def _row_json(row: WordRow, probs: dict[str, float] | None = None) -> dict[str, Any]:
+    out = {"word": row.word, "form": row.form, "punct": list(row.punct), "cap": row.cap,
+           "start": row.start, "end": row.end, "pause_after": row.pause_after}
+    if probs is not None:
+        out["probability"] = round(confidence(probs, row.punct), 4)
+        out["probs"] = rounded(probs)
+    return out
 
 
 def write_segments(segments: Iterable[Segment], out: TextIO, fmt: str = "text",
@@ -38,6 +47,7 @@ def write_segments(segments: Iterable[Segment], out: TextIO, fmt: str = "text",
         raise ValueError(f"unknown output format {fmt!r} (known: {', '.join(FORMATS)})")
     docs = 0
     held: list[WordRow] = []
+    held_probs: list[dict[str, float] | None] = []
     subs = SubtitleWriter(out, fmt == "vtt", **(cues or {})) if fmt in ("srt", "vtt") else None
     if fmt == "table":
         out.write("\t".join(COLUMNS) + "\n")
@@ -62,12 +72,14 @@ def write_segments(segments: Iterable[Segment], out: TextIO, fmt: str = "text",
                 out.write(format_row(r) + "\n")
         else:
             held.extend(seg.rows)
+            held_probs.extend(seg.probs if seg.probs is not None else [None] * len(seg.rows))
             if seg.last:
                 record = {"id": seg.doc_id, "text": render_rows(held),
                           "sentences": sentences(held),
-                          "words": [_row_json(r) for r in held]}
+                          "words": [_row_json(r, p)
+                                    for r, p in zip(held, held_probs, strict=True)]}
                 out.write(json.dumps(record, ensure_ascii=False) + "\n")
-                held = []
+                held, held_probs = [], []
         if seg.last:
             docs += 1
             if flush:

@@ -70,6 +70,8 @@ class Segment:
     rows: list[WordRow]
     first: bool = True
     last: bool = True
+    #: per row, the model's probability of every mark label (None for a non-speech token)
+    probs: list[dict[str, float] | None] | None = None
 
 
 @dataclass
@@ -165,7 +167,7 @@ class Restorer:
                                np.zeros(n, dtype=np.int64), offset, unit.lang, times=times)
             seqs.append(unit.seq)
             offset += n
-        marks = caps = None
+        marks = caps = pred = None
         if seqs:
             st = self.settings
             pred = predict_words(self.model, self.featurizer, seqs, st.window, st.stride,
@@ -176,14 +178,16 @@ class Restorer:
                                  st.exclusive, st.combinations)
         for unit, slot in zip(units, slots, strict=True):
             rows: list[WordRow] = []
+            probs: list[dict[str, float] | None] = []
             lo, hi = unit.keep
             for i in range(lo, hi):
                 w = unit.words[i]
                 if w.nonspeech:
                     rows.append(WordRow(unit.doc_id, unit.doc_start + i, w.word.lower(), w.word,
                                         (), "O", w.start, w.end, w.pause_after))
+                    probs.append(None)
                     continue
-                if unit.seq is None or marks is None or caps is None:
+                if unit.seq is None or marks is None or caps is None or pred is None:
                     raise RuntimeError("a unit with speech words was not decoded")
                 g = unit.seq.offset + slot[i]
                 cap = CAP_LABELS[int(caps[g])]
@@ -191,9 +195,11 @@ class Restorer:
                 rows.append(WordRow(unit.doc_id, unit.doc_start + i, w.word.lower(), form,
                                     ordered_marks(marks[g], self.label_set.labels), cap,
                                     w.start, w.end, w.pause_after))
+                probs.append(dict(zip(self.label_set.labels, pred.punct[g].tolist(),
+                                      strict=True)))
                 self.words_done += 1
             unit.seq = None
-            yield Segment(unit.doc_id, rows, unit.first, unit.last)
+            yield Segment(unit.doc_id, rows, unit.first, unit.last, probs)
 
 
 def _nan(value: float | None) -> float:

@@ -6,10 +6,12 @@ its extension, ``-`` for stdin). Markup is dropped (``<i>``, ``<v Speaker>``,
 proportion to their lengths (``punct.infer.inputs.split_span``), so the pauses the model
 sees are the gaps between cues, computed by the one pause formula of training.
 
-Output (``SubtitleWriter``): cues from timed words that break at the restored sentence
-ends, and earlier when a cue would exceed ``max_chars`` characters or ``max_seconds``
-seconds; lines are wrapped at ``line_chars``. Cue times are the first word's start and
-the last word's end. Several documents go into one stream with running cue numbers
+Output (``SubtitleWriter``): cues from timed words, chosen over each whole document by
+dynamic programming (``punct.infer.cues``: cues prefer to end at restored sentence ends,
+then at long pauses, then after commas, within ``max_chars`` characters, ``max_seconds``
+seconds and two lines of ``line_chars``, and last at least ``min_seconds`` wherever
+anything else fits). A document is held until its end. Cue times are the first word's
+start and the last word's end. Several documents go into one stream with running cue numbers
 (WebVTT adds a ``NOTE`` with the document id); restore one recording per file for
 players.
 """
@@ -24,6 +26,7 @@ from dataclasses import dataclass
 from typing import BinaryIO, TextIO
 
 from punct.errors import PunctInputError
+from punct.infer.cues import CueLimits, CueWord, plan_cues
 from punct.infer.inputs import iter_lines, split_span, text_words, with_pauses
 from punct.infer.stream import Document
 from punct.labels import CANONICAL, OPENING_LABELS
@@ -170,30 +173,23 @@ def format_time(seconds: float, vtt: bool) -> str:
     return f"{h:02d}:{m:02d}:{s:02d}{'.' if vtt else ','}{ms:03d}"
 
 
-def wrap(words: Sequence[str], line_chars: int) -> list[str]:
-    """Greedy lines of at most ``line_chars`` characters (a longer word stands alone)."""
-    lines: list[str] = []
-    cur = ""
-    for w in words:
-        if cur and len(cur) + 1 + len(w) > line_chars:
-            lines.append(cur)
-            cur = w
-        else:
-            cur = f"{cur} {w}" if cur else w
-    if cur:
-        lines.append(cur)
-    return lines
+CLAUSE_MARKS = frozenset({"COMMA", "SEMICOLON", "COLON", "DASH"})
+
+
+def cue_word(row: WordRow) -> CueWord:
+    """A timed restored word as the cue planner sees it."""
+    assert row.start is not None and row.end is not None
+    return CueWord(word_text(row), row.start, row.end, ends_sentence(row),
+                   any(p in CLAUSE_MARKS for p in row.punct))
 
 
 class SubtitleWriter:
-    """Streams restored rows into SRT or WebVTT cues (see the module docstring)."""
+    """Writes restored rows as SRT or WebVTT cues (see the module docstring)."""
 
     def __init__(self, out: TextIO, vtt: bool, max_chars: int = 84, max_seconds: float = 7.0,
-                 line_chars: int = 42):
-        if max_chars < 1 or max_seconds <= 0 or line_chars < 1:
-            raise ValueError("cue limits must be positive")
+                 line_chars: int = 42, min_seconds: float = 1.0):
+        self.limits = CueLimits(max_chars, max_seconds, min_seconds, line_chars)
         self.out, self.vtt = out, vtt
-        self.max_chars, self.max_seconds, self.line_chars = max_chars, max_seconds, line_chars
         self.cues = 0
         self.pending: list[WordRow] = []
         if vtt:
@@ -209,28 +205,14 @@ class SubtitleWriter:
                 raise PunctInputError(
                     f"subtitle output needs timed words (CTM, TextGrid, JSONL with times, SRT "
                     f"or WebVTT input); word {row.idx} of {row.utt_id!r} has no times")
-            if self.pending and self._too_long(row):
-                self._flush()
             self.pending.append(row)
-            if ends_sentence(row):
-                self._flush()
 
     def end_document(self) -> None:
-        self._flush()
-
-    def _too_long(self, row: WordRow) -> bool:
-        chars = sum(len(word_text(r)) + 1 for r in self.pending) + len(word_text(row))
-        start = self.pending[0].start
-        assert start is not None and row.end is not None
-        return chars > self.max_chars or row.end - start > self.max_seconds
-
-    def _flush(self) -> None:
-        if not self.pending:
-            return
-        first, last = self.pending[0], self.pending[-1]
-        assert first.start is not None and last.end is not None
-        self.cues += 1
-        lines = wrap([word_text(r) for r in self.pending], self.line_chars)
-        self.out.write(f"{self.cues}\n{format_time(first.start, self.vtt)} --> "
-                       f"{format_time(last.end, self.vtt)}\n" + "\n".join(lines) + "\n\n")
+        """Plan the held document's cues and write them."""
+        words = [cue_word(r) for r in self.pending]
+        for cue in plan_cues(words, self.limits):
+            self.cues += 1
+            start, end = words[cue.first].start, words[cue.last - 1].end
+            self.out.write(f"{self.cues}\n{format_time(start, self.vtt)} --> "
+                           f"{format_time(end, self.vtt)}\n" + "\n".join(cue.lines) + "\n\n")
         self.pending = []

@@ -18,6 +18,10 @@ Non-speech tokens of the active map (``tally(nonspeech=...)``, else the default 
 with marks glued to them stripped off (``<breath>,`` -> ``<breath>``), and counted apart:
 the engine passes them through at their position without showing them to the model.
 Unintelligible tokens (``(())``, ``<unk>``) are words like any other.
+
+Inside a ``cased_input()`` block ordinary words keep the case they were written in (and a
+dotted abbreviation its final period: ``U.S.``), for ``punct.infer.casing`` (keep-case),
+which lower-cases them before the model sees them.
 """
 
 from __future__ import annotations
@@ -33,6 +37,8 @@ from punct.labels import MARK_CHARS, strip_edge_marks
 
 _ACTIVE: contextvars.ContextVar[SymbolTally | None] = contextvars.ContextVar(
     "punct_symbol_tally", default=None)
+_CASED: contextvars.ContextVar[bool] = contextvars.ContextVar("punct_cased_input",
+                                                              default=False)
 
 
 @dataclass
@@ -95,6 +101,22 @@ def tally(nonspeech: NonSpeechMap | str | None = None) -> Iterator[SymbolTally]:
         _ACTIVE.reset(token)
 
 
+@contextlib.contextmanager
+def cased_input() -> Iterator[None]:
+    """Words split inside this block keep their case (see the module docstring)."""
+    token = _CASED.set(True)
+    try:
+        yield
+    finally:
+        _CASED.reset(token)
+
+
+def is_dotted_abbreviation(core: str) -> bool:
+    """``U.S``, ``e.g``, ``Ph.D``: letters with a period between them (no final period)."""
+    parts = core.split(".")
+    return len(parts) >= 2 and all(p and p.isalpha() for p in parts)
+
+
 def is_foreign(ch: str) -> bool:
     """A character that is neither part of a word nor a known punctuation mark."""
     if ch in MARK_CHARS or ch in "'’‘ʼ":
@@ -120,13 +142,14 @@ def is_nonspeech_word(word: str) -> bool:
 
 def split_words(text: str) -> list[str]:
     """Words of ``text`` for restoring: known marks stripped from token edges, ordinary
-    words lower-cased, pass-through words (foreign symbols) and non-speech tokens kept
-    exactly."""
+    words lower-cased (kept as written inside ``cased_input()``), pass-through words
+    (foreign symbols) and non-speech tokens kept exactly."""
     out: list[str] = []
     counter = _ACTIVE.get()
     ns_map = active_map()
+    cased = _CASED.get()
     for token in text.split():
-        core = strip_edge_marks(token)[1]
+        core, trail = strip_edge_marks(token)[1:]
         if ns_map.is_nonspeech(token) or (core and ns_map.is_nonspeech(core)):
             kept = token if ns_map.is_nonspeech(token) else core
             out.append(kept)
@@ -139,6 +162,9 @@ def split_words(text: str) -> list[str]:
             out.append(core)
             if counter is not None:
                 counter.add(core)
+        elif cased:
+            dot = trail.startswith(".") and is_dotted_abbreviation(core)
+            out.append(core + "." if dot else core)
         else:
             out.append(core.lower())
     return out
