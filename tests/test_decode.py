@@ -282,8 +282,10 @@ def test_stride_for_maps_predictions_per_token_to_stride() -> None:
             stride_for(96, bad)
 
 
-def test_bf16_auto_detection(tmp_path: Path) -> None:
-    from punct.infer.precision import bf16_supported, cpu_flags, resolve_bf16
+def test_bf16_auto_detection(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from punct.infer.precision import bf16_supported, cpu_flags, resolve_bf16, resolve_precision
+
+    monkeypatch.delenv("PUNCT_NATIVE_BF16", raising=False)
 
     with_bf16 = tmp_path / "cpuinfo_bf16"
     with_bf16.write_text("processor\t: 0\nflags\t\t: fpu sse2 avx512f avx512_bf16\n\n"
@@ -298,6 +300,12 @@ def test_bf16_auto_detection(tmp_path: Path) -> None:
     assert resolve_bf16(None, "cpu") is False and resolve_bf16("off", "cpu", with_bf16) is False
     with pytest.raises(ValueError, match="bf16 must be one of"):
         resolve_bf16("maybe", "cpu")
+    # PUNCT_NATIVE_BF16 overrides the flags: a recipe measured as on another CPU
+    monkeypatch.setenv("PUNCT_NATIVE_BF16", "0")
+    assert not bf16_supported("cpu", with_bf16)
+    assert resolve_precision("auto", "cpu", with_bf16) == "fp32"
+    monkeypatch.setenv("PUNCT_NATIVE_BF16", "1")
+    assert bf16_supported("cpu", without) and resolve_bf16("auto", "cpu", without) is True
 
 
 def test_decode_settings_per_token_and_overrides() -> None:

@@ -3,10 +3,15 @@
 ``auto`` is on for CUDA devices that support bf16 (Ampere and later) and for CPUs with
 AVX512-BF16 or AMX (flags ``avx512_bf16`` / ``amx_bf16`` in /proc/cpuinfo); elsewhere
 bf16 autocast is emulated and slower than fp32, so ``auto`` falls back to fp32.
+
+The environment variable ``PUNCT_NATIVE_BF16`` overrides what the CPU flags say: ``0``
+makes every ``auto`` decision as on a CPU without native bf16 (to measure a recipe as it
+runs on such a machine), ``1`` as on one with it.
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import torch
@@ -14,6 +19,7 @@ import torch
 from punct.config import PRECISIONS
 
 BF16_CPU_FLAGS = frozenset({"avx512_bf16", "amx_bf16"})
+NATIVE_BF16_ENV = "PUNCT_NATIVE_BF16"
 CHOICES = ("auto", "on", "off")
 
 
@@ -37,6 +43,9 @@ def bf16_supported(device: torch.device | str, cpuinfo: str | Path = "/proc/cpui
     if device.type == "cuda":
         return bool(torch.cuda.is_available() and torch.cuda.is_bf16_supported())
     if device.type == "cpu":
+        forced = os.environ.get(NATIVE_BF16_ENV, "").strip()
+        if forced in ("0", "1"):
+            return forced == "1"
         return bool(cpu_flags(cpuinfo) & BF16_CPU_FLAGS)
     return False
 
