@@ -5,6 +5,7 @@ random model of every transformer family."""
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from pathlib import Path
 
@@ -14,6 +15,7 @@ import torch
 from helpers.tinybert import build_tiny_bert
 from helpers.unipunc import make_seq, unipunc_config
 
+from punct.bin import bench_engine
 from punct.config import DEFAULTS, deep_merge, resolve_config
 from punct.data.iwslt import blocks, parse_che_tsv, word_rows
 from punct.data.sequences import rows_to_seq
@@ -143,3 +145,15 @@ def test_rule_caps_vectorised_as_the_loop() -> None:
     marks = rng.random((n, len(labels))) < 0.08
     assert np.array_equal(rule_caps(marks, seqs, labels),
                           reference_rule_caps(marks, seqs, labels))
+
+
+def test_bench_engine_reports_both_engines_identical(tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "bench.json"
+    assert bench_engine.main(["--stub-encoder", "--iwslt", str(SHARED / "che_original" /
+                              "test2011"), "--family", "nagy", "--window", "32", "--reps", "1",
+                              "--json", str(out)]) == 0
+    report = json.loads(out.read_text())
+    assert report["identical"] is True and report["words"] == 12626
+    assert set(report["words_per_s"]) == {"reference", "engine"} and report["threads"] == 1
+    assert json.loads(capsys.readouterr().out) == report

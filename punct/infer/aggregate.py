@@ -63,8 +63,9 @@ def finish(mode: str, exclusive: bool, punct: np.ndarray, cap: np.ndarray | None
     if missing.size:
         raise ValueError(f"{missing.size} words were never predicted (first: {missing[0]})")
     if mode == "mean":
-        out = punct / counts[:, None]
-        out_cap = cap / counts[:, None] if cap is not None else None
+        per_word = counts.astype(np.float64)[:, None]
+        out = punct / per_word
+        out_cap = cap / per_word if cap is not None else None
     elif exclusive:
         out = _softmax(np.pad(punct, ((0, 0), (1, 0))))[:, 1:]
         out_cap = _softmax(cap) if cap is not None else None
@@ -130,10 +131,8 @@ class SlotAggregator:
         self.n_words = n_words
         self.mode = mode
         self.exclusive = exclusive
-        self.n_punct: int | None = None
-        self.with_cap: bool | None = None
         self._ids: list[np.ndarray] = []
-        self._terms: list[np.ndarray] = []
+        self._parts: list[tuple[np.ndarray | None, ...]] = []
 
     def add(self, word_ids: np.ndarray, punct: np.ndarray, cap: np.ndarray | None = None,
             punct_logits: np.ndarray | None = None, cap_logits: np.ndarray | None = None
@@ -143,47 +142,39 @@ class SlotAggregator:
         ids = np.asarray(word_ids, dtype=np.int64)
         if ids.size and (ids.min() < 0 or ids.max() >= self.n_words):
             raise ValueError(f"word id {ids.max()} out of range ({self.n_words} words)")
-        if self.with_cap is None:
-            self.with_cap = cap is not None
-            self.n_punct = punct.shape[1]
-        terms = punct_terms(self.mode, self.exclusive, np.asarray(punct, dtype=np.float64),
-                            None if punct_logits is None
-                            else np.asarray(punct_logits, dtype=np.float64))
-        if self.with_cap:
-            if cap is None:
-                raise ValueError("this aggregator expects capitalisation probabilities")
-            c = cap_terms(self.mode, np.asarray(cap, dtype=np.float64),
-                          None if cap_logits is None else np.asarray(cap_logits, np.float64))
-            terms = np.concatenate([terms, c], axis=1)
+        parts = (punct, cap, punct_logits, cap_logits)
+        if self._parts and (cap is None) != (self._parts[0][1] is None):
+            raise ValueError("this aggregator expects capitalisation probabilities")
         self._ids.append(ids)
-        self._terms.append(terms)
+        self._parts.append(parts)
+
+    def _column(self, k: int) -> np.ndarray | None:
+        if self._parts[0][k] is None:
+            return None
+        return np.concatenate([p[k] for p in self._parts]).astype(np.float64, copy=False)
 
     def result(self, n_punct: int = 0) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
         """As :meth:`Aggregator.result`; ``n_punct`` for a run without any prediction."""
-        ids = np.concatenate(self._ids) if self._ids else np.zeros(0, dtype=np.int64)
-        width = self._terms[0].shape[1] if self._terms else n_punct
-        terms = (np.concatenate(self._terms) if self._terms
-                 else np.zeros((0, width), dtype=np.float64))
+        if not self._ids:
+            counts = np.zeros(self.n_words, dtype=np.int64)
+            return finish(self.mode, self.exclusive,
+                          np.zeros((self.n_words, n_punct)), None, counts)
+        ids = np.concatenate(self._ids)
         counts = np.bincount(ids, minlength=self.n_words).astype(np.int64)
-        acc = ordered_sums(ids, terms, counts)
-        n_p = self.n_punct if self.n_punct is not None else n_punct
-        cap = acc[:, n_p:] if self.with_cap else None
-        return finish(self.mode, self.exclusive, acc[:, :n_p], cap, counts)
+        punct, cap, punct_logits, cap_logits = (self._column(k) for k in range(4))
+        assert punct is not None
+        terms = punct_terms(self.mode, self.exclusive, punct, punct_logits)
+        acc = ordered_sums(ids, terms, self.n_words)
+        acc_cap = (None if cap is None else
+                   ordered_sums(ids, cap_terms(self.mode, cap, cap_logits), self.n_words))
+        return finish(self.mode, self.exclusive, acc, acc_cap, counts)
 
 
-def ordered_sums(ids: np.ndarray, terms: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """Per word, the sum of its rows of ``terms`` added one by one in their order of
-    appearance, starting from 0.0 (the exact float64 sums of ``np.add.at``)."""
-    acc = np.zeros((counts.shape[0], terms.shape[1]), dtype=np.float64)
-    if not ids.size:
-        return acc
-    rows = terms[np.argsort(ids, kind="stable")]
-    first = np.zeros_like(counts)
-    np.cumsum(counts[:-1], out=first[1:])
-    words = np.flatnonzero(counts)
-    rank = 0
-    while words.size:
-        acc[words] += rows[first[words] + rank]
-        rank += 1
-        words = words[counts[words] > rank]
-    return acc
+def ordered_sums(ids: np.ndarray, terms: np.ndarray, n_words: int) -> np.ndarray:
+    """(N, C): per word, the sum of its rows of ``terms`` added one by one in their order
+    of appearance, starting from 0.0 (the exact float64 sums of ``np.add.at``):
+    ``np.bincount`` with weights adds in that order, one column at a time."""
+    out = np.empty((n_words, terms.shape[1]), dtype=np.float64)
+    for k in range(terms.shape[1]):
+        out[:, k] = np.bincount(ids, weights=terms[:, k], minlength=n_words)
+    return out

@@ -133,9 +133,7 @@ def predict_words(model: PunctModel, featurizer: Featurizer, seqs: Sequence[Word
     bar = tqdm(total=len(order), desc="decode", unit="win", disable=not progress, leave=False)
     try:
         with torch.inference_mode():
-            for lo in range(0, len(order), batch_size):
-                rows = order[lo:lo + batch_size]
-                batch = plan.batch(rows)
+            for rows, batch in plan.batches(order, batch_size):
                 word_ids = batch["word_ids"].cpu().numpy().reshape(-1)
                 slots = np.flatnonzero(word_ids >= 0)
                 index = to_device(torch.from_numpy(slots), device)
@@ -154,11 +152,26 @@ def predict_words(model: PunctModel, featurizer: Featurizer, seqs: Sequence[Word
                            use_bf16)
 
 
+def row_argmax(x: np.ndarray) -> np.ndarray:
+    """``x.argmax(axis=1)`` (int64) for a few columns, by comparing whole columns (the
+    first maximum wins, as with argmax; rows holding NaN are left to argmax)."""
+    if x.shape[1] == 0 or np.isnan(x).any():
+        return x.argmax(axis=1).astype(np.int64)
+    best = x[:, 0].copy()
+    index = np.zeros(x.shape[0], dtype=np.int64)
+    for k in range(1, x.shape[1]):
+        column = x[:, k]
+        better = column > best
+        np.copyto(index, k, where=better)
+        np.copyto(best, column, where=better)
+    return index
+
+
 def exclusive_marks(punct: np.ndarray) -> np.ndarray:
     """One mark or none per word: the argmax over [O, marks], O's probability being one
     minus the marks'."""
     p_o = 1.0 - punct.sum(axis=1, keepdims=True)
-    best = np.concatenate([p_o, punct], axis=1).argmax(axis=1)
+    best = row_argmax(np.concatenate([p_o, punct], axis=1))
     marks = np.zeros(punct.shape, dtype=bool)
     chosen = np.flatnonzero(best > 0)
     marks[chosen, best[chosen] - 1] = True
@@ -185,7 +198,7 @@ def decide(pred: WordPredictions, seqs: Sequence[WordSeq], labels: Sequence[str]
         else:
             marks = pred.punct >= thr
     if pred.cap is not None:
-        return marks, pred.cap.argmax(axis=1).astype(np.int64)
+        return marks, row_argmax(pred.cap)
     return marks, rule_caps(marks, seqs, labels)
 
 

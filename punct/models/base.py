@@ -57,6 +57,13 @@ class WindowPlan(abc.ABC):
     def batch(self, rows: np.ndarray) -> dict[str, torch.Tensor]:
         """The collated batch of windows ``rows`` (indices into ``lengths``)."""
 
+    def batches(self, order: np.ndarray, batch_size: int
+                ) -> Iterator[tuple[np.ndarray, dict[str, torch.Tensor]]]:
+        """(rows, batch) for consecutive chunks of ``batch_size`` windows of ``order``."""
+        for lo in range(0, len(order), batch_size):
+            rows = order[lo:lo + batch_size]
+            yield rows, self.batch(rows)
+
 
 class ListPlan(WindowPlan):
     """A plan over ready-made windows: ``Featurizer.windows`` then ``collate`` per batch."""

@@ -150,7 +150,7 @@ class SubwordFeaturizer(Featurizer):
             if (np.shape(seq.pauses) != (n,) or np.shape(seq.cap) != (n,)
                     or np.shape(seq.punct) != (n, self.n_labels)):
                 self._check(seq)
-        caps = np.concatenate([np.asarray(s.cap) for s in seqs]) if seqs else np.zeros(0)
+        caps = np.concatenate([s.cap for s in seqs]) if seqs else np.zeros(0)
         if caps.size and (caps.min() < 0 or caps.max() >= N_CAP):
             for seq in seqs:
                 self._check(seq)

@@ -5,7 +5,7 @@ words is then looked up with one dict pass and numpy gathers."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from itertools import repeat
+from operator import itemgetter
 
 import numpy as np
 
@@ -35,10 +35,11 @@ class PieceTable:
 
     def lookup(self, words: Sequence[str]) -> np.ndarray:
         """Type ids (N,) of ``words``; unseen forms are tokenised first, in one batch."""
-        n = len(words)
-        ids = np.fromiter(map(self.index.get, words, repeat(-1, n)), dtype=np.int64, count=n)
-        missing = np.flatnonzero(ids < 0)
-        if missing.size:
-            self._grow(sorted({words[i] for i in missing.tolist()}))
-            ids[missing] = [self.index[words[i]] for i in missing.tolist()]
-        return ids
+        if not words:
+            return np.zeros(0, dtype=np.int64)
+        try:
+            found = itemgetter(*words)(self.index)
+        except KeyError:
+            self._grow(sorted(set(words).difference(self.index)))
+            found = itemgetter(*words)(self.index)
+        return np.array(found if len(words) > 1 else (found,), dtype=np.int64)
