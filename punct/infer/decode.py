@@ -1,13 +1,16 @@
 """The inference engine shared by every family.
 
-sequences -> featurizer windows (``window``, ``stride``: window/stride predictions per
-word) -> batches across windows and utterances -> ``PunctModel.predict`` (optionally
-under bf16 autocast) -> aggregation by ``word_ids`` (mean of probabilities, or sum of
-activations) -> per-word decisions: for an exclusive label set (iwslt4, moro2) the argmax
-over O (one minus the marks' probabilities) and the marks; for a multi-label set a mark
-is predicted when its probability is at least its threshold (``decode.threshold``, 0.5,
-or the per-mark thresholds tuned on dev and stored in ``thresholds.json``); the
-capitalisation class by argmax.
+sequences -> the featurizer's window plan (``window``, ``stride``: window/stride
+predictions per word; arrays, ``Featurizer.plan``) -> batches across windows and
+utterances, longest first -> ``PunctModel.predict`` (optionally under bf16 autocast; on
+CUDA fed from pinned memory without waiting) -> the outputs at the word slots ->
+aggregation by ``word_ids`` (mean of probabilities, or sum of activations, summed in
+arrival order: ``punct.infer.aggregate.SlotAggregator``) -> per-word decisions: for an
+exclusive label set (iwslt4, moro2) the argmax over O (one minus the marks'
+probabilities) and the marks; for a multi-label set a mark is predicted when its
+probability is at least its threshold (``decode.threshold``, 0.5, or the per-mark
+thresholds tuned on dev and stored in ``thresholds.json``); the capitalisation class by
+argmax.
 
 Families that do not model capitalisation (``Prediction.cap is None``, e.g. BRNN) get
 their cap column from a rule: FIRST_CAP at the start of an utterance and after a
