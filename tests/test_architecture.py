@@ -53,6 +53,7 @@ LAZY_ALLOWED = {
     "punct.bin.restore": "the engine and the optional input/output formats actually used",
     "punct.bin.export": "the optional ONNX exporter and the hub writer, after parsing",
     "punct.bin.bench_backends": "the torch engine and the optional ONNX backend, after parsing",
+    "punct.bin.bench_engine": "the torch engine and the tokenizer builder, after parsing",
 }
 
 

@@ -34,6 +34,47 @@ def _softmax(x: np.ndarray) -> np.ndarray:
     return z / z.sum(axis=-1, keepdims=True)
 
 
+def punct_terms(mode: str, exclusive: bool, p: np.ndarray, logits: np.ndarray | None
+                ) -> np.ndarray:
+    """What one prediction adds to a word's mark accumulator (float64 (M, P)): the
+    probabilities (``mean``), or the activations (``sum``; from ``p`` when not given)."""
+    if mode != "sum":
+        return p
+    if logits is not None:
+        return logits
+    if exclusive:
+        p_o = np.clip(1.0 - p.sum(axis=1, keepdims=True), EPS, 1.0)
+        return np.log(np.clip(p, EPS, 1.0)) - np.log(p_o)
+    return _logit(p)
+
+
+def cap_terms(mode: str, c: np.ndarray, logits: np.ndarray | None) -> np.ndarray:
+    """What one prediction adds to a word's casing accumulator (float64 (M, 3))."""
+    if mode != "sum":
+        return c
+    return logits if logits is not None else np.log(np.clip(c, EPS, 1.0))
+
+
+def finish(mode: str, exclusive: bool, punct: np.ndarray, cap: np.ndarray | None,
+           counts: np.ndarray) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
+    """Per-word probabilities from the accumulated sums and the prediction counts;
+    every word must have been predicted at least once."""
+    missing = np.flatnonzero(counts == 0)
+    if missing.size:
+        raise ValueError(f"{missing.size} words were never predicted (first: {missing[0]})")
+    if mode == "mean":
+        per_word = counts.astype(np.float64)[:, None]
+        out = punct / per_word
+        out_cap = cap / per_word if cap is not None else None
+    elif exclusive:
+        out = _softmax(np.pad(punct, ((0, 0), (1, 0))))[:, 1:]
+        out_cap = _softmax(cap) if cap is not None else None
+    else:
+        out = _sigmoid(punct)
+        out_cap = _softmax(cap) if cap is not None else None
+    return out, out_cap, counts.copy()
+
+
 class Aggregator:
     """Accumulates window predictions for ``n_words`` words."""
 
@@ -60,39 +101,80 @@ class Aggregator:
         idx = ids[keep]
         np.add.at(self.counts, idx, 1)
         p = np.asarray(punct, dtype=np.float64).reshape(len(ids), -1)[keep]
-        if self.mode == "sum":
-            if punct_logits is not None:
-                p = np.asarray(punct_logits, dtype=np.float64).reshape(len(ids), -1)[keep]
-            elif self.exclusive:
-                p_o = np.clip(1.0 - p.sum(axis=1, keepdims=True), EPS, 1.0)
-                p = np.log(np.clip(p, EPS, 1.0)) - np.log(p_o)
-            else:
-                p = _logit(p)
-        np.add.at(self.punct, idx, p)
+        pl = (None if punct_logits is None else
+              np.asarray(punct_logits, dtype=np.float64).reshape(len(ids), -1)[keep])
+        np.add.at(self.punct, idx, punct_terms(self.mode, self.exclusive, p, pl))
         if self.cap is not None:
             if cap is None:
                 raise ValueError("this aggregator expects capitalisation probabilities")
             c = np.asarray(cap, dtype=np.float64).reshape(len(ids), -1)[keep]
-            if self.mode == "sum":
-                c = (np.asarray(cap_logits, dtype=np.float64).reshape(len(ids), -1)[keep]
-                     if cap_logits is not None else np.log(np.clip(c, EPS, 1.0)))
-            np.add.at(self.cap, idx, c)
+            cl = (None if cap_logits is None else
+                  np.asarray(cap_logits, dtype=np.float64).reshape(len(ids), -1)[keep])
+            np.add.at(self.cap, idx, cap_terms(self.mode, c, cl))
 
     def result(self) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
         """Per-word mark probabilities (N, P), cap probabilities (N, 3) or None, counts (N,).
 
         Every word must have been predicted at least once.
         """
-        missing = np.flatnonzero(self.counts == 0)
-        if missing.size:
-            raise ValueError(f"{missing.size} words were never predicted (first: {missing[0]})")
-        if self.mode == "mean":
-            punct = self.punct / self.counts[:, None]
-            cap = self.cap / self.counts[:, None] if self.cap is not None else None
-        elif self.exclusive:
-            punct = _softmax(np.pad(self.punct, ((0, 0), (1, 0))))[:, 1:]
-            cap = _softmax(self.cap) if self.cap is not None else None
-        else:
-            punct = _sigmoid(self.punct)
-            cap = _softmax(self.cap) if self.cap is not None else None
-        return punct, cap, self.counts.copy()
+        return finish(self.mode, self.exclusive, self.punct, self.cap, self.counts)
+
+
+class SlotAggregator:
+    """The engine's aggregator: takes the predictions at word slots only, batch by batch,
+    and sums them per word at the end in the order they came (float64), so that every
+    word gets exactly the sums of :class:`Aggregator` (``np.add.at`` in batch order)."""
+
+    def __init__(self, n_words: int, mode: str = "mean", exclusive: bool = False):
+        if mode not in MODES:
+            raise ValueError(f"unknown aggregation {mode!r} (known: {', '.join(MODES)})")
+        self.n_words = n_words
+        self.mode = mode
+        self.exclusive = exclusive
+        self._ids: list[np.ndarray] = []
+        self._parts: list[tuple[np.ndarray | None, ...]] = []
+
+    def add(self, word_ids: np.ndarray, punct: np.ndarray, cap: np.ndarray | None = None,
+            punct_logits: np.ndarray | None = None, cap_logits: np.ndarray | None = None
+            ) -> None:
+        """Add the slots of one batch, in row-major order: ``word_ids`` (M,) and the
+        matching rows of ``punct`` (M, P), ``cap`` (M, 3) or None, and the activations."""
+        ids = np.asarray(word_ids, dtype=np.int64)
+        if ids.size and (ids.min() < 0 or ids.max() >= self.n_words):
+            raise ValueError(f"word id {ids.max()} out of range ({self.n_words} words)")
+        parts = (punct, cap, punct_logits, cap_logits)
+        if self._parts and (cap is None) != (self._parts[0][1] is None):
+            raise ValueError("this aggregator expects capitalisation probabilities")
+        self._ids.append(ids)
+        self._parts.append(parts)
+
+    def _column(self, k: int) -> np.ndarray | None:
+        if self._parts[0][k] is None:
+            return None
+        return np.concatenate([p[k] for p in self._parts]).astype(np.float64, copy=False)
+
+    def result(self, n_punct: int = 0) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
+        """As :meth:`Aggregator.result`; ``n_punct`` for a run without any prediction."""
+        if not self._ids:
+            counts = np.zeros(self.n_words, dtype=np.int64)
+            return finish(self.mode, self.exclusive,
+                          np.zeros((self.n_words, n_punct)), None, counts)
+        ids = np.concatenate(self._ids)
+        counts = np.bincount(ids, minlength=self.n_words).astype(np.int64)
+        punct, cap, punct_logits, cap_logits = (self._column(k) for k in range(4))
+        assert punct is not None
+        terms = punct_terms(self.mode, self.exclusive, punct, punct_logits)
+        acc = ordered_sums(ids, terms, self.n_words)
+        acc_cap = (None if cap is None else
+                   ordered_sums(ids, cap_terms(self.mode, cap, cap_logits), self.n_words))
+        return finish(self.mode, self.exclusive, acc, acc_cap, counts)
+
+
+def ordered_sums(ids: np.ndarray, terms: np.ndarray, n_words: int) -> np.ndarray:
+    """(N, C): per word, the sum of its rows of ``terms`` added one by one in their order
+    of appearance, starting from 0.0 (the exact float64 sums of ``np.add.at``):
+    ``np.bincount`` with weights adds in that order, one column at a time."""
+    out = np.empty((n_words, terms.shape[1]), dtype=np.float64)
+    for k in range(terms.shape[1]):
+        out[:, k] = np.bincount(ids, weights=terms[:, k], minlength=n_words)
+    return out

@@ -1,13 +1,16 @@
 """The inference engine shared by every family.
 
-sequences -> featurizer windows (``window``, ``stride``: window/stride predictions per
-word) -> batches across windows and utterances -> ``PunctModel.predict`` (optionally
-under bf16 autocast) -> aggregation by ``word_ids`` (mean of probabilities, or sum of
-activations) -> per-word decisions: for an exclusive label set (iwslt4, moro2) the argmax
-over O (one minus the marks' probabilities) and the marks; for a multi-label set a mark
-is predicted when its probability is at least its threshold (``decode.threshold``, 0.5,
-or the per-mark thresholds tuned on dev and stored in ``thresholds.json``); the
-capitalisation class by argmax.
+sequences -> the featurizer's window plan (``window``, ``stride``: window/stride
+predictions per word; arrays, ``Featurizer.plan``) -> batches across windows and
+utterances, longest first -> ``PunctModel.predict`` (optionally under bf16 autocast; on
+CUDA fed from pinned memory without waiting) -> the outputs at the word slots ->
+aggregation by ``word_ids`` (mean of probabilities, or sum of activations, summed in
+arrival order: ``punct.infer.aggregate.SlotAggregator``) -> per-word decisions: for an
+exclusive label set (iwslt4, moro2) the argmax over O (one minus the marks'
+probabilities) and the marks; for a multi-label set a mark is predicted when its
+probability is at least its threshold (``decode.threshold``, 0.5, or the per-mark
+thresholds tuned on dev and stored in ``thresholds.json``); the capitalisation class by
+argmax.
 
 Families that do not model capitalisation (``Prediction.cap is None``, e.g. BRNN) get
 their cap column from a rule: FIRST_CAP at the start of an utterance and after a
@@ -29,13 +32,21 @@ import torch
 from tqdm import tqdm
 
 from punct.config import decode_window, load_config
-from punct.data.windows import batched, stride_for
+from punct.data.windows import stride_for
 from punct.errors import MissingDataError, PunctInputError
-from punct.infer.aggregate import Aggregator
+from punct.infer.aggregate import SlotAggregator
 from punct.infer.combinations import combination_matrix, constrained_marks
 from punct.infer.precision import resolve_bf16
+from punct.infer.transfer import batch_to_device, rows_at, to_device, to_numpy
 from punct.labels import CAP_LABELS, OPENING_LABELS, apply_cap, get_label_set
-from punct.models.base import Featurizer, PunctModel, Registry, WordSeq, weights_from_checkpoint
+from punct.models.base import (
+    Featurizer,
+    Prediction,
+    PunctModel,
+    Registry,
+    WordSeq,
+    weights_from_checkpoint,
+)
 from punct.models.checkpoint import load_checkpoint
 from punct.wordtable import WordRow
 
@@ -61,8 +72,38 @@ def pick_device(name: str | None = None) -> torch.device:
     return torch.device(name)
 
 
-def _to_numpy(x: torch.Tensor | None) -> np.ndarray | None:
-    return None if x is None else x.detach().float().cpu().numpy()
+FLUSH_ROWS = 1 << 18  # slot outputs kept on the device before one copy to the host
+
+
+class _SlotOutputs:
+    """The model's outputs at the word slots of each batch, gathered on its device and
+    handed to the aggregator in blocks (one host copy, one synchronisation, per block)."""
+
+    def __init__(self, agg: SlotAggregator, limit: int = FLUSH_ROWS):
+        self.agg = agg
+        self.limit = limit
+        self.items: list[tuple[np.ndarray, tuple[torch.Tensor | None, ...]]] = []
+        self.rows = 0
+
+    def add(self, word_ids: np.ndarray, pred: Prediction, n_positions: int,
+            index: torch.Tensor) -> None:
+        outs = tuple(rows_at(t, n_positions, index) for t in (
+            pred.punct, pred.cap, pred.extra.get("punct_logits"), pred.extra.get("cap_logits")))
+        self.items.append((word_ids, outs))
+        self.rows += len(word_ids)
+        if self.rows >= self.limit:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self.items:
+            return
+        ids = np.concatenate([i for i, _ in self.items])
+        columns = []
+        for k in range(4):
+            parts = [outs[k] for _, outs in self.items]
+            columns.append(None if parts[0] is None else to_numpy(torch.cat(parts)))
+        self.items, self.rows = [], 0
+        self.agg.add(ids, *columns)
 
 
 def predict_words(model: PunctModel, featurizer: Featurizer, seqs: Sequence[WordSeq],
@@ -73,50 +114,67 @@ def predict_words(model: PunctModel, featurizer: Featurizer, seqs: Sequence[Word
 
     ``bf16``: True/False or ``auto``/``on``/``off`` (see ``punct.infer.precision``);
     ``exclusive``: the marks are the shares of one softmax (``sum`` aggregation).
+    The windows come from ``featurizer.plan`` (arrays, batch by batch); only the word
+    slots of each batch leave the device, and the host never waits for the model
+    between batches (the next batch is prepared while the device computes).
     """
     device = torch.device(device)
     use_bf16 = resolve_bf16(bf16, device)
+    if batch_size < 1:
+        raise ValueError(f"batch size must be >= 1, got {batch_size}")
     n_words = max((s.offset + len(s) for s in seqs), default=0)
     n_labels = seqs[0].punct.shape[1] if seqs else 0
     start = time.perf_counter()
-    windows = featurizer.windows(list(seqs), window, stride)
+    plan = featurizer.plan(list(seqs), window, stride)
     # longest first: less padding per batch, and the largest batch shows memory problems early
-    order = sorted(range(len(windows)), key=lambda i: -len(windows[i]["word_ids"]))
-    windows = [windows[i] for i in order]
-    agg: Aggregator | None = None
+    order = np.argsort(-plan.lengths, kind="stable")
+    agg = SlotAggregator(n_words, aggregate, exclusive)
+    outputs = _SlotOutputs(agg)
     was_training = model.training
     model.eval()
     model.to(device)
-    bar = tqdm(total=len(windows), desc="decode", unit="win", disable=not progress, leave=False)
+    bar = tqdm(total=len(order), desc="decode", unit="win", disable=not progress, leave=False)
     try:
         with torch.inference_mode():
-            for chunk in batched(windows, batch_size):
-                batch = {k: v.to(device) for k, v in featurizer.collate(chunk).items()}
+            for rows, batch in plan.batches(order, batch_size):
+                word_ids = batch["word_ids"].cpu().numpy().reshape(-1)
+                slots = np.flatnonzero(word_ids >= 0)
+                index = to_device(torch.from_numpy(slots), device)
+                batch = batch_to_device(batch, device)
                 with torch.autocast(device_type=device.type, dtype=torch.bfloat16,
                                     enabled=use_bf16):
                     pred = model.predict(batch)
-                if agg is None:
-                    agg = Aggregator(n_words, n_labels, pred.cap is not None, aggregate,
-                                     exclusive)
-                agg.add(batch["word_ids"].cpu().numpy(), _to_numpy(pred.punct),
-                        _to_numpy(pred.cap), _to_numpy(pred.extra.get("punct_logits")),
-                        _to_numpy(pred.extra.get("cap_logits")))
-                bar.update(len(chunk))
+                outputs.add(word_ids[slots], pred, word_ids.size, index)
+                bar.update(len(rows))
+            outputs.flush()
     finally:
         bar.close()
         model.train(was_training)
-    if agg is None:
-        agg = Aggregator(n_words, n_labels, False, aggregate)
-    punct, cap, counts = agg.result()
-    return WordPredictions(punct, cap, counts, time.perf_counter() - start, len(windows),
+    punct, cap, counts = agg.result(n_labels)
+    return WordPredictions(punct, cap, counts, time.perf_counter() - start, len(order),
                            use_bf16)
+
+
+def row_argmax(x: np.ndarray) -> np.ndarray:
+    """``x.argmax(axis=1)`` (int64) for a few columns, by comparing whole columns (the
+    first maximum wins, as with argmax; rows holding NaN are left to argmax)."""
+    if x.shape[1] == 0 or np.isnan(x).any():
+        return x.argmax(axis=1).astype(np.int64)
+    best = x[:, 0].copy()
+    index = np.zeros(x.shape[0], dtype=np.int64)
+    for k in range(1, x.shape[1]):
+        column = x[:, k]
+        better = column > best
+        np.copyto(index, k, where=better)
+        np.copyto(best, column, where=better)
+    return index
 
 
 def exclusive_marks(punct: np.ndarray) -> np.ndarray:
     """One mark or none per word: the argmax over [O, marks], O's probability being one
     minus the marks'."""
     p_o = 1.0 - punct.sum(axis=1, keepdims=True)
-    best = np.concatenate([p_o, punct], axis=1).argmax(axis=1)
+    best = row_argmax(np.concatenate([p_o, punct], axis=1))
     marks = np.zeros(punct.shape, dtype=bool)
     chosen = np.flatnonzero(best > 0)
     marks[chosen, best[chosen] - 1] = True
@@ -143,7 +201,7 @@ def decide(pred: WordPredictions, seqs: Sequence[WordSeq], labels: Sequence[str]
         else:
             marks = pred.punct >= thr
     if pred.cap is not None:
-        return marks, pred.cap.argmax(axis=1).astype(np.int64)
+        return marks, row_argmax(pred.cap)
     return marks, rule_caps(marks, seqs, labels)
 
 
@@ -160,13 +218,20 @@ def keep_best_mark(marks: np.ndarray, punct: np.ndarray) -> np.ndarray:
 def rule_caps(marks: np.ndarray, seqs: Sequence[WordSeq], labels: Sequence[str]) -> np.ndarray:
     """FIRST_CAP at utterance start and after a sentence-final mark, else O."""
     final = np.array([lab in SENTENCE_FINAL for lab in labels], dtype=bool)
-    caps = np.zeros(marks.shape[0], dtype=np.int64)
+    n = marks.shape[0]
+    caps = np.zeros(n, dtype=np.int64)
+    lens = np.fromiter((len(s) for s in seqs), dtype=np.int64, count=len(seqs))
+    offsets = np.fromiter((s.offset for s in seqs), dtype=np.int64, count=len(seqs))
+    offsets, lens = offsets[lens > 0], lens[lens > 0]
+    edges = np.zeros(n + 1, dtype=np.int64)
+    np.add.at(edges, offsets, 1)
+    np.add.at(edges, offsets + lens, -1)
+    inside = np.cumsum(edges[:-1]) > 0  # words of some utterance
+    after_final = np.zeros(n, dtype=bool)
+    after_final[1:] = marks[:-1][:, final].any(axis=1)
     first_cap = CAP_LABELS.index("FIRST_CAP")
-    for seq in seqs:
-        for i in range(len(seq)):
-            g = seq.offset + i
-            if i == 0 or marks[g - 1][final].any():
-                caps[g] = first_cap
+    caps[inside & after_final] = first_cap
+    caps[offsets] = first_cap
     return caps
 
 

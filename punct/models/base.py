@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -42,8 +43,48 @@ def weights_from_checkpoint() -> Iterator[None]:
         CHECKPOINT_WEIGHTS.reset(token)
 
 
+class WindowPlan(abc.ABC):
+    """The windows of one decoding run, collated into batches on request.
+
+    ``lengths`` (W,): positions of each window (the engine batches them longest first);
+    ``batch(rows)``: the collated model inputs of windows ``rows``, with ``word_ids``
+    (B, T), -1 where nothing is predicted. A plan may leave the training targets out.
+    """
+
+    lengths: np.ndarray
+
+    @abc.abstractmethod
+    def batch(self, rows: np.ndarray) -> dict[str, torch.Tensor]:
+        """The collated batch of windows ``rows`` (indices into ``lengths``)."""
+
+    def batches(self, order: np.ndarray, batch_size: int
+                ) -> Iterator[tuple[np.ndarray, dict[str, torch.Tensor]]]:
+        """(rows, batch) for consecutive chunks of ``batch_size`` windows of ``order``."""
+        for lo in range(0, len(order), batch_size):
+            rows = order[lo:lo + batch_size]
+            yield rows, self.batch(rows)
+
+
+class ListPlan(WindowPlan):
+    """A plan over ready-made windows: ``Featurizer.windows`` then ``collate`` per batch."""
+
+    def __init__(self, windows: list[Window], collate: Callable[[list[Window]],
+                                                                 dict[str, torch.Tensor]]):
+        self.windows = windows
+        self.collate = collate
+        self.lengths = np.array([len(w["word_ids"]) for w in windows], dtype=np.int64)
+
+    def batch(self, rows: np.ndarray) -> dict[str, torch.Tensor]:
+        return self.collate([self.windows[i] for i in rows])
+
+
 class Featurizer(abc.ABC):
     """Turns word sequences into model windows; fitted on the training set only."""
+
+    def plan(self, seqs: list[WordSeq], window: int, stride: int) -> WindowPlan:
+        """The decoding windows of ``seqs`` (default: ``windows`` + ``collate``); a
+        featurizer may build them with array operations instead, to the same batches."""
+        return ListPlan(self.windows(seqs, window, stride), self.collate)
 
     @abc.abstractmethod
     def fit(self, train: list[WordSeq]) -> None:

@@ -49,7 +49,7 @@ from torch import nn
 
 from punct.config import decode_window
 from punct.errors import PunctInputError
-from punct.models.base import Family, Featurizer, Window, WordSeq
+from punct.models.base import Family, Featurizer, Window, WindowPlan, WordSeq
 from punct.models.subword.featurizer import SubwordFeaturizer, with_label_position
 from punct.models.subword.heads import activation
 from punct.models.subword.tagger import ENCODER_KEYS, SubwordTagger
@@ -83,6 +83,12 @@ class CourtlandFeaturizer(SubwordFeaturizer):
     def windows(self, seqs: list[WordSeq], window: int, stride: int) -> list[Window]:
         """As ``SubwordFeaturizer.windows``; ``window`` must be the fixed length."""
         return super().windows(seqs, self._require(window), stride)
+
+    def plan(self, seqs: list[WordSeq], window: int, stride: int,
+             width: int | None = None) -> WindowPlan:
+        """As ``SubwordFeaturizer.plan``, every batch padded to the fixed length."""
+        fixed = self._require(window)
+        return super().plan(seqs, fixed, stride, fixed)
 
     def collate(self, windows: list[Window]) -> dict[str, torch.Tensor]:
         """Stack windows, right-padded to the fixed length."""

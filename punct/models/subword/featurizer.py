@@ -32,9 +32,11 @@ import torch
 
 from punct.errors import MissingDataError, PunctInputError
 from punct.labels import CAP_LABELS
-from punct.models.base import Featurizer, Window, WordSeq
+from punct.models.base import Featurizer, Window, WindowPlan, WordSeq
 from punct.models.encoders import load_encoder_config, load_tokenizer
 from punct.models.options import checked_options, label_set_size
+from punct.models.subword.pieces import PieceTable
+from punct.models.subword.plan import PiecePlan, Specials
 
 LOG = logging.getLogger(__name__)
 FEATURIZER_FILE = "featurizer.json"
@@ -76,6 +78,7 @@ class SubwordFeaturizer(Featurizer):
         self.label_counts = np.zeros(self.n_labels, dtype=np.int64)
         self.n_words = 0
         self._pieces: dict[str, list[int]] = {}
+        self._table: PieceTable | None = None
         for attr in ("cls_token_id", "sep_token_id", "pad_token_id", "unk_token_id"):
             if getattr(self.tokenizer, attr, None) is None:
                 raise PunctInputError(f"the tokenizer of {self.encoder_name!r} has no {attr}")
@@ -131,14 +134,43 @@ class SubwordFeaturizer(Featurizer):
         self.label_counts = counts
         self.n_words = n_words
 
-    def windows(self, seqs: list[WordSeq], window: int, stride: int) -> list[Window]:
-        """Word-aligned windows of at most ``window`` pieces (with [CLS]/[SEP])."""
+    def _check_window(self, window: int, stride: int) -> None:
         if window < 3 or window > self.max_window:
             raise PunctInputError(
                 f"window must be in 3..{self.max_window} sub-word pieces, got {window}"
             )
         if stride < 1:
             raise PunctInputError(f"stride must be >= 1, got {stride}")
+
+    def _check_all(self, seqs: list[WordSeq]) -> None:
+        """``_check`` of every sequence, with array operations (``_check`` names the
+        first bad one)."""
+        for seq in seqs:
+            n = len(seq.words)
+            if (np.shape(seq.pauses) != (n,) or np.shape(seq.cap) != (n,)
+                    or np.shape(seq.punct) != (n, self.n_labels)):
+                self._check(seq)
+        caps = np.concatenate([s.cap for s in seqs]) if seqs else np.zeros(0)
+        if caps.size and (caps.min() < 0 or caps.max() >= N_CAP):
+            for seq in seqs:
+                self._check(seq)
+
+    def plan(self, seqs: list[WordSeq], window: int, stride: int,
+             width: int | None = None) -> WindowPlan:
+        """The windows of ``windows`` as arrays (``punct.models.subword.plan``);
+        ``width``: pad every batch to this many positions."""
+        self._check_window(window, stride)
+        self._check_all(seqs)
+        if self._table is None:
+            self._table = PieceTable(self.word_pieces)
+        tok = self.tokenizer
+        specials = Specials(tok.cls_token_id, tok.sep_token_id, tok.pad_token_id,
+                            self.label_position == "last")
+        return PiecePlan(self._table, specials, seqs, window - 2, stride, width)
+
+    def windows(self, seqs: list[WordSeq], window: int, stride: int) -> list[Window]:
+        """Word-aligned windows of at most ``window`` pieces (with [CLS]/[SEP])."""
+        self._check_window(window, stride)
         out: list[Window] = []
         for seq in seqs:
             self._check(seq)

@@ -32,7 +32,7 @@ import numpy as np
 import torch
 
 from punct.errors import PunctInputError
-from punct.models.base import Window, WordSeq
+from punct.models.base import ListPlan, Window, WindowPlan, WordSeq
 from punct.models.unipunc.withhold import select_withheld
 
 AUDIO_KEYS = frozenset({"streams", "frame_shift", "withhold_audio", "withhold_seed",
@@ -223,6 +223,10 @@ class AudioFeaturizerMixin:
             lexical = super().windows([seq], window, stride)  # type: ignore[misc]
             out.extend(spans.attach(w, seq) for w in lexical)
         return out
+
+    def plan(self, seqs: list[WordSeq], window: int, stride: int) -> WindowPlan:
+        """Windows with their frames, made one by one (``windows`` + ``collate``)."""
+        return ListPlan(self.windows(seqs, window, stride), self.collate)
 
     def collate(self, windows: list[Window]) -> dict[str, torch.Tensor]:
         batch = super().collate(windows)  # type: ignore[misc]

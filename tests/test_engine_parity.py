@@ -1,0 +1,159 @@
+"""The array engine (``predict_words``: featurizer plans, slot aggregation, vectorised
+casing rule) against today's engine kept as the oracle (``punct.infer.reference_decode``):
+the same per-word decisions and probabilities on the IWSLT 2012 word tables, with a tiny
+random model of every transformer family."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from helpers.tinybert import build_tiny_bert
+from helpers.unipunc import make_seq, unipunc_config
+
+from punct.bin import bench_engine
+from punct.config import DEFAULTS, deep_merge, resolve_config
+from punct.data.iwslt import blocks, parse_che_tsv, word_rows
+from punct.data.sequences import rows_to_seq
+from punct.infer.decode import decide, predict_words, rule_caps
+from punct.infer.reference_decode import reference_predict_words, reference_rule_caps
+from punct.labels import get_label_set
+from punct.models.base import Registry, WordSeq
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared" / "data" / "iwslt2012"
+pytestmark = pytest.mark.skipif(not SHARED.is_dir(), reason="no shared IWSLT 2012 copy")
+BLOCK_SIZES = (3, 41, 120, 1, 250, 17, 0)  # utterance lengths, cycled (0: an empty one)
+
+
+def iwslt_seqs(name: str, label_set: str, limit: int | None = None) -> list[WordSeq]:
+    """The words of ``che_original/<name>`` as utterances of varied lengths."""
+    words = parse_che_tsv(SHARED / "che_original" / name).words[:limit]
+    ls = get_label_set(label_set)
+    seqs: list[WordSeq] = []
+    pos = offset = k = 0
+    while pos < len(words):
+        size = BLOCK_SIZES[k % len(BLOCK_SIZES)]
+        rows = word_rows(f"u{k}", blocks(words[pos:pos + size], max(size, 1))[0]
+                         if size else [])
+        seq = rows_to_seq(rows, ls, offset)
+        seq.utt_id = f"u{k}"
+        seq.pauses = np.where(np.arange(len(seq)) % 7 == 3, 0.4, np.nan).astype(np.float32)
+        seqs.append(seq)
+        pos, offset, k = pos + size, offset + len(seq), k + 1
+    return seqs
+
+
+@pytest.fixture(scope="module")
+def bert(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny BERT knowing the 300 most frequent dev words; the rest are split into
+    letters (several pieces, long words cut at ``max_pieces_per_word``)."""
+    dev = parse_che_tsv(SHARED / "che_original" / "dev2012").words
+    common = [w for w, _ in Counter(w.word.lower() for w in dev).most_common(300)]
+    return build_tiny_bert(tmp_path_factory.mktemp("bert"), words=common, hidden=32,
+                           max_positions=64)
+
+
+def family_config(family: str, bert: Path, window: int) -> dict:
+    enc = {"encoder": str(bert)}
+    decode = {"window": window, "stride": window // 3, "batch_size": 7}
+    if family == "autopunct":
+        return {"family": "autopunct", "label_set": "iwslt4", "featurizer": enc,
+                "model": {"silence": {"kind": "continuous"}, "head": {"dropout": 0.0},
+                          "cap_head": {"dropout": 0.0}}, "decode": decode}
+    if family == "nagy":
+        return {"family": "nagy", "label_set": "full13", "featurizer": enc,
+                "model": {"hidden": 24, "dropout": 0.0}, "decode": decode}
+    if family == "courtland":
+        return deep_merge(DEFAULTS, {
+            "family": "courtland", "label_set": "iwslt4", "featurizer": enc,
+            "model": {"hidden": 8, "dropout": 0.0}, "train": {"window": window, "stride": 8},
+            "decode": {**decode, "aggregate": "sum"}})
+    assert family == "unipunc"
+    return {**unipunc_config(bert), "decode": decode}
+
+
+def build(family: str, bert: Path, window: int) -> tuple[dict, object, torch.nn.Module]:
+    config = resolve_config(family_config(family, bert, window))
+    fam = Registry.get(family)
+    feat = fam.make_featurizer(config)
+    feat.fit([make_seq("a", 12, seed=1), make_seq("b", 9, seed=2)] if family == "unipunc"
+             else iwslt_seqs("dev2012", config["label_set"], 400))
+    torch.manual_seed(0)
+    model = fam.make_model(config, feat)
+    if family == "courtland":  # from the prior (rare marks) to random: marks get decided
+        with torch.no_grad():
+            torch.nn.init.normal_(model.window_layer.bias)
+    return config, feat, model
+
+
+@pytest.mark.parametrize(("family", "window", "data"), [
+    ("autopunct", 32, "test2011"), ("autopunct", 8, "dev2012"), ("nagy", 24, "test2011"),
+    ("courtland", 16, "test2011"), ("unipunc", 32, "test2011")])
+def test_array_engine_decides_as_the_reference(family: str, window: int, data: str,
+                                               bert: Path) -> None:
+    config, feat, model = build(family, bert, window)
+    ls = get_label_set(config["label_set"])
+    seqs = iwslt_seqs(data, ls.name, 4000 if data == "dev2012" else None)
+    dec = config["decode"]
+    args = (model, feat, seqs, window, dec["stride"], dec["batch_size"], False,
+            dec["aggregate"])
+    new = predict_words(*args, exclusive=ls.exclusive)
+    old = reference_predict_words(*args, exclusive=ls.exclusive)
+    assert new.n_windows == old.n_windows > len(seqs) // 2
+    assert new.counts.tolist() == old.counts.tolist() and new.counts.max() >= 3
+    np.testing.assert_allclose(new.punct, old.punct, rtol=0, atol=1e-12)
+    assert (new.cap is None) == (old.cap is None) == (family in ("nagy", "courtland"))
+    if new.cap is not None:
+        np.testing.assert_allclose(new.cap, old.cap, rtol=0, atol=1e-12)
+    for threshold in (0.5, 0.3):
+        marks, caps = decide(new, seqs, ls.labels, threshold, ls.exclusive)
+        ref_marks, ref_caps = decide(old, seqs, ls.labels, threshold, ls.exclusive)
+        if new.cap is None:
+            ref_caps = reference_rule_caps(ref_marks, seqs, ls.labels)
+        assert np.array_equal(marks, ref_marks) and np.array_equal(caps, ref_caps)
+        assert 0 < marks.sum() < marks.size  # the comparison decides something
+
+
+@pytest.mark.parametrize("family", ["autopunct", "courtland"])
+def test_plan_batches_equal_collated_windows(family: str, bert: Path) -> None:
+    """Every batch of the plan holds exactly the inputs ``windows`` + ``collate`` give."""
+    _, feat, _ = build(family, bert, 16)
+    seqs = iwslt_seqs("test2011", "iwslt4", 1500)
+    plan = feat.plan(seqs, 16, 5)
+    windows = feat.windows(seqs, 16, 5)
+    assert plan.lengths.tolist() == [len(w["word_ids"]) for w in windows]
+    order = np.argsort(-plan.lengths, kind="stable")
+    for lo in range(0, len(order), 9):
+        rows = order[lo:lo + 9]
+        got = plan.batch(rows)
+        want = feat.collate([windows[i] for i in rows])
+        for key, value in got.items():
+            assert value.dtype == want[key].dtype, key
+            torch.testing.assert_close(value, want[key], equal_nan=True, rtol=0, atol=0)
+
+
+def test_rule_caps_vectorised_as_the_loop() -> None:
+    rng = np.random.default_rng(0)
+    labels = get_label_set("full13").labels
+    seqs = iwslt_seqs("test2011", "full13", 3000)
+    n = sum(len(s) for s in seqs)
+    marks = rng.random((n, len(labels))) < 0.08
+    assert np.array_equal(rule_caps(marks, seqs, labels),
+                          reference_rule_caps(marks, seqs, labels))
+
+
+def test_bench_engine_reports_both_engines_identical(tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "bench.json"
+    assert bench_engine.main(["--stub-encoder", "--iwslt", str(SHARED / "che_original" /
+                              "test2011"), "--family", "nagy", "--window", "32", "--reps", "1",
+                              "--json", str(out)]) == 0
+    report = json.loads(out.read_text())
+    assert report["identical"] is True and report["words"] == 12626
+    assert set(report["words_per_s"]) == {"reference", "engine"} and report["threads"] == 1
+    assert json.loads(capsys.readouterr().out) == report
