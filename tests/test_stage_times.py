@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from punct.bin import stage_times
+from punct.score.training import system_training
 
 
 def write_exp(exp: Path, seconds: list[float], best: list[bool], sha: str = "a" * 40) -> None:
@@ -39,11 +40,11 @@ def test_training_records_per_system(tmp_path: Path) -> None:
     assert json.loads(out.read_text())["total_seconds"] == 7
     record = json.loads(train_out.read_text())
     assert record == {"nagy": {"train_minutes": 4.0, "epochs": 3, "best_epoch": 2,
-                               "git_sha": "bbbbbbbbbb", "threads": 2, "device": "cpu",
+                               "git_sha": "bbbbbbbbbb", "threads": 2, "device": "cpu", "cpu": None,
                                "precision": "bf16"}}
     # a training outside a git checkout records no commit; without a log, no precision
     write_exp(tmp_path / "exp" / "nogit", [30.0], [True], sha="")
-    record = stage_times.system_training(tmp_path / "exp" / "nogit")
+    record = system_training(tmp_path / "exp" / "nogit")
     assert record["git_sha"] == "unknown"
     assert record["precision"] is None
 

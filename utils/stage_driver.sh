@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The stage driver of punct recipes (stages 0-6). A recipe's run.sh (egs/<corpus>/punct1)
+# The stage driver of punct recipes (stages 0-7). A recipe's run.sh (egs/<corpus>/punct1)
 # exports PUNCT_RECIPE_DIR (its own directory) and calls this script with its corpus,
 # sets and systems; the driver works inside that directory (data/ dump/ exp/ results/).
 # It never installs anything (./setup.sh does, called by the top-level ./run.sh) and
@@ -23,7 +23,7 @@ cd "$PUNCT_RECIPE_DIR"
 # ---- options (each is --name value; --help lists them with their defaults) ----
 corpus=mini                 # corpus name: local/<corpus>/ holds its download/prepare scripts
 stage=0                     # first stage to run
-stop_stage=6                # last stage to run
+stop_stage=7                # last stage to run
 force=false                 # rerun stages that are already done
 nj=2                        # parallel jobs for synthesis, alignment, decoding
 num_threads=2               # CPU threads per training/decoding job
@@ -54,8 +54,11 @@ results_dir=results         # stage 6: its tables and plots (e.g. results_asr wi
 asr_pairs=""                # stage 6: "set:asr_set ..." reference sets and their ASR conditions (penalty table); <set>:<set>_asr of --asr are added
 model_conf_dir=conf/model   # where <system>.yaml are looked up (recipe dir, then repo root)
 stage_tag=""                # set-up name when several share a recipe dir (markers .stages/<tag>/)
+export_dir=""               # stage 7: export the best system on --dev-set here (e.g. exp/export/en); empty: no export
+export_systems=""           # stage 7: the candidates (empty: every system of stages 4-5)
+export_train_data=""        # stage 7: the training data, as the model card states it
 help_message="Usage: run.sh [options]  (stages: 0 data, 1 prepare, 2 align, 3 dump,
-4 baselines, 5 transformers, 6 decode+score+report)"
+4 baselines, 5 transformers, 6 decode+score+report, 7 export the best system on dev)"
 
 # shellcheck source=path.sh
 . "$root/path.sh"
@@ -356,4 +359,23 @@ if stage_begin 6 "decode, score and report"; then
     "${extra[@]}"
   stage_end 6 report
   log "Results: $PWD/$results_md, tables and plots in $PWD/$results_dir/"
+fi
+
+# Stage 7: the system to publish, chosen on the validation set (never on a test set).
+if [ -n "$export_dir" ] && stage_begin 7 "export the best system on $dev_set to $export_dir"; then
+  candidates=${export_systems:-"$baseline_systems $transformer_systems"}
+  for sys in $candidates; do
+    out=exp/$sys/decode_$dev_set
+    [ -f "$out/scores.json" ] && continue
+    python -m punct.bin.decode --exp-dir "exp/$sys" --data-dir "data/$dev_set" --out-dir "$out" \
+      --num-threads "$num_threads"
+    python -m punct.bin.score --ref "data/$dev_set/words.tsv" --hyp "$out/words.tsv" \
+      --utt2lang "data/$dev_set/utt2lang" --decode-info "$out/decode.json" \
+      --system "$sys" --test-set "$dev_set" --out "$out/scores.json" --nonspeech "$nonspeech"
+  done
+  python -m punct.bin.export_best --exp-dir exp --systems "$candidates" --dev-set "$dev_set" \
+    --out "$export_dir" --train-dir "data/$train_set" \
+    ${export_train_data:+--train-data "$export_train_data"}
+  stage_end 7 export
+  log "Model: $PWD/$export_dir (punct-restore --model $PWD/$export_dir)"
 fi

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 from pathlib import Path
 
 from punct.errors import PunctInputError, report_error
+from punct.score.training import collect_training
 
 
 def collect(stages_dir: Path) -> dict[str, object]:
@@ -28,59 +28,6 @@ def collect(stages_dir: Path) -> dict[str, object]:
         info = json.loads(path.read_text(encoding="utf-8"))
         stages[f"stage {info['stage']} ({info['name']})"] = info["seconds"]
     return {"seconds_per_stage": stages, "total_seconds": sum(stages.values())}
-
-
-def _read_json(path: Path) -> object:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as err:
-        raise PunctInputError(f"not JSON: {err.msg}", path, err.lineno) from None
-
-
-LOG_PRECISION = re.compile(r"; precision (\w+) \(train\.precision")
-
-
-def logged_precision(log_path: Path) -> str | None:
-    """The precision a training ran in, from the header line of its ``train.log`` (the
-    last header: a resumed run writes another)."""
-    if not log_path.is_file():
-        return None
-    found = LOG_PRECISION.findall(log_path.read_text(encoding="utf-8", errors="replace"))
-    return found[-1] if found else None
-
-
-def system_training(exp_dir: Path) -> dict[str, object] | None:
-    """The training record of one experiment: minutes, epochs, best epoch, commit, threads,
-    device and precision (None when it has no ``history.json``, e.g. a system that was not
-    trained)."""
-    history_path = exp_dir / "history.json"
-    if not history_path.is_file():
-        return None
-    history = _read_json(history_path)
-    if not isinstance(history, list):
-        raise PunctInputError("history.json must be a list of epochs", history_path)
-    env_path = exp_dir / "env.json"
-    env = _read_json(env_path) if env_path.is_file() else {}
-    best = [row["epoch"] for row in history if row.get("best")]
-    return {
-        "train_minutes": round(sum(float(row.get("seconds", 0.0)) for row in history) / 60, 1),
-        "epochs": len(history),
-        "best_epoch": best[-1] if best else None,
-        "git_sha": str(env.get("git_sha") or "unknown")[:10],
-        "threads": env.get("threads"),
-        "device": env.get("device"),
-        "precision": logged_precision(exp_dir / "train.log"),
-    }
-
-
-def collect_training(exp_dir: Path, systems: list[str]) -> dict[str, dict[str, object]]:
-    """System -> training record, for the systems that have one."""
-    out = {}
-    for system in systems:
-        record = system_training(exp_dir / system)
-        if record is not None:
-            out[system] = record
-    return out
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import copy
 import json
-import platform
 import sys
 import time
 from pathlib import Path
@@ -38,7 +37,7 @@ from punct.infer.precision import (
 from punct.labels import get_label_set
 from punct.registry import lookup
 from punct.train.byte_dropout import apply_dropout_masks
-from punct.train.env import set_num_threads
+from punct.train.env import cpu_model, set_num_threads
 from punct.train.optim import build_optimizer
 from punct.train.seed import seed_everything
 
@@ -58,18 +57,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="config override (repeatable)")
     return p
-
-
-def cpu_model(cpuinfo: str | Path = "/proc/cpuinfo") -> str:
-    """The CPU's model name (platform's processor string when /proc is unavailable)."""
-    try:
-        for line in Path(cpuinfo).read_text(encoding="utf-8", errors="replace").splitlines():
-            key, _, value = line.partition(":")
-            if key.strip() == "model name":
-                return value.strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def time_steps(model: torch.nn.Module, batches: list[dict[str, torch.Tensor]],

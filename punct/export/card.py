@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -55,8 +56,39 @@ def training_data(exp_dir: Path, given: str | None) -> str:
     return (f"not recorded (experiment `{exp_dir.name}`; see its recipe and train.log)")
 
 
-def model_card(exp_dir: Path, doc: dict[str, Any], train_data: str | None = None) -> str:
-    """README.md text for the exported system described by ``doc`` (its config.json)."""
+def selection_section(selection: Sequence[tuple[str, float]], dev_set: str) -> list[str]:
+    """Lines saying which systems competed on ``dev_set`` and which won (first)."""
+    lines = ["## Selection",
+             f"Chosen as the best of {len(selection)} systems by micro-F1 on the validation "
+             f"set `{dev_set}` (test sets never enter the choice):", "",
+             "| system | dev micro-F1 |", "|---|---|"]
+    lines += [f"| {'**' + name + '**' if i == 0 else name} | {100 * f1:.1f} |"
+              for i, (name, f1) in enumerate(selection)]
+    return [*lines, ""]
+
+
+TRAINING_FIELDS = (("train_minutes", "training time (minutes)"), ("epochs", "epochs"),
+                   ("best_epoch", "best epoch (on dev)"), ("device", "device"),
+                   ("cpu", "CPU"), ("threads", "threads"), ("precision", "precision"),
+                   ("git_sha", "commit"))
+
+
+def training_section(training: Mapping[str, Any]) -> list[str]:
+    """Lines with the training record (``punct.score.training.system_training``)."""
+    lines = ["## Training", "| | |", "|---|---|"]
+    for key, name in TRAINING_FIELDS:
+        value = training.get(key)
+        lines.append(f"| {name} | {'not recorded' if value is None else value} |")
+    return [*lines, ""]
+
+
+def model_card(exp_dir: Path, doc: dict[str, Any], train_data: str | None = None,
+               selection: Sequence[tuple[str, float]] | None = None,
+               dev_set: str | None = None, training: Mapping[str, Any] | None = None
+               ) -> str:
+    """README.md text for the exported system described by ``doc`` (its config.json);
+    ``selection`` (system, dev micro-F1 on ``dev_set``, best first) and ``training``
+    add the sections that say why this system and how it was trained."""
     scores = find_scores(exp_dir)
     rule = ("one mark per word, argmax" if doc["decision_rule"] == "argmax"
             else "a mark when its probability reaches its threshold")
@@ -79,6 +111,9 @@ def model_card(exp_dir: Path, doc: dict[str, Any], train_data: str | None = None
         'print(restorer.restore("hello how are you today"))',
         "```",
         "",
+        "or from the command line: `echo \"hello how are you today\" | punct-restore "
+        "--model path/to/this/dir`.",
+        "",
         "## System",
         f"- family: `{doc['family']}`",
         f"- label set: `{doc['label_set']}` ({', '.join(doc['labels'])})",
@@ -88,6 +123,8 @@ def model_card(exp_dir: Path, doc: dict[str, Any], train_data: str | None = None
         "## Training data",
         training_data(exp_dir, train_data),
         "",
+        *(selection_section(selection, dev_set or "dev") if selection else []),
+        *(training_section(training) if training else []),
         "## Scores",
         scores_table(scores) if scores else "No scores.json in the experiment directory.",
         "",

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -66,8 +67,11 @@ def state_tensors(checkpoint: Path) -> dict[str, torch.Tensor]:
 
 
 def export_hub(exp_dir: str | Path, out: str | Path, checkpoint: str = "best",
-               train_data: str | None = None, overwrite: bool = False) -> Path:
-    """Write the exported system of ``exp_dir`` into ``out`` (see the module docstring)."""
+               train_data: str | None = None, overwrite: bool = False,
+               card_facts: Mapping[str, Any] | None = None) -> Path:
+    """Write the exported system of ``exp_dir`` into ``out`` (see the module docstring);
+    ``card_facts``: keyword arguments of :func:`punct.export.card.model_card` beyond the
+    data (``selection``, ``dev_set``, ``training``)."""
     from safetensors.torch import save_file
 
 
@@ -90,5 +94,6 @@ def export_hub(exp_dir: str | Path, out: str | Path, checkpoint: str = "best",
     save_file(state_tensors(exp_dir / f"{checkpoint}.pt"), str(out / WEIGHTS_FILE),
               metadata={"format": "pt", "family": str(config["family"])})
     shutil.copytree(exp_dir / FEATURIZER_DIR, out / FEATURIZER_DIR)
-    (out / "README.md").write_text(model_card(exp_dir, doc, train_data), encoding="utf-8")
+    (out / "README.md").write_text(model_card(exp_dir, doc, train_data, **(card_facts or {})),
+                                   encoding="utf-8")
     return out

@@ -50,6 +50,18 @@ def git_sha(directory: str | Path | None = None) -> str | None:
     return sha if out.returncode == 0 and sha else None
 
 
+def cpu_model(cpuinfo: str | Path = "/proc/cpuinfo") -> str:
+    """The CPU's model name (platform's processor string when /proc is unavailable)."""
+    try:
+        for line in Path(cpuinfo).read_text(encoding="utf-8", errors="replace").splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() == "model name":
+                return value.strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
 def collect_env(seed: int | None = None, threads: int | None = None) -> dict[str, Any]:
     """Provenance of a run: code version, library versions, machine, seed, threads, date."""
     return {
@@ -62,6 +74,7 @@ def collect_env(seed: int | None = None, threads: int | None = None) -> dict[str
         "threads": threads if threads is not None else torch.get_num_threads(),
         "hostname": socket.gethostname(),
         "platform": platform.platform(),
+        "cpu": cpu_model(),
         "device": "cuda" if torch.cuda.is_available() else "cpu",
         "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "argv": list(sys.argv),

@@ -1,0 +1,67 @@
+"""What a trained experiment records about its training, for tables and model cards.
+
+:func:`system_training` reads ``exp/<system>/history.json`` (epochs, seconds, best),
+``env.json`` (commit, threads, device, CPU) and ``train.log`` (the precision in effect).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from punct.errors import PunctInputError
+
+
+def _read_json(path: Path) -> object:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as err:
+        raise PunctInputError(f"not JSON: {err.msg}", path, err.lineno) from None
+
+
+LOG_PRECISION = re.compile(r"; precision (\w+) \(train\.precision")
+
+
+def logged_precision(log_path: Path) -> str | None:
+    """The precision a training ran in, from the header line of its ``train.log`` (the
+    last header: a resumed run writes another)."""
+    if not log_path.is_file():
+        return None
+    found = LOG_PRECISION.findall(log_path.read_text(encoding="utf-8", errors="replace"))
+    return found[-1] if found else None
+
+
+def system_training(exp_dir: Path) -> dict[str, object] | None:
+    """The training record of one experiment: minutes, epochs, best epoch, commit, threads,
+    device and precision (None when it has no ``history.json``, e.g. a system that was not
+    trained)."""
+    history_path = exp_dir / "history.json"
+    if not history_path.is_file():
+        return None
+    history = _read_json(history_path)
+    if not isinstance(history, list):
+        raise PunctInputError("history.json must be a list of epochs", history_path)
+    env_path = exp_dir / "env.json"
+    env = _read_json(env_path) if env_path.is_file() else {}
+    best = [row["epoch"] for row in history if row.get("best")]
+    return {
+        "train_minutes": round(sum(float(row.get("seconds", 0.0)) for row in history) / 60, 1),
+        "epochs": len(history),
+        "best_epoch": best[-1] if best else None,
+        "git_sha": str(env.get("git_sha") or "unknown")[:10],
+        "threads": env.get("threads"),
+        "device": env.get("device"),
+        "cpu": env.get("cpu"),
+        "precision": logged_precision(exp_dir / "train.log"),
+    }
+
+
+def collect_training(exp_dir: Path, systems: list[str]) -> dict[str, dict[str, object]]:
+    """System -> training record, for the systems that have one."""
+    out = {}
+    for system in systems:
+        record = system_training(exp_dir / system)
+        if record is not None:
+            out[system] = record
+    return out
