@@ -89,7 +89,7 @@ def test_readme_english_example_runs_and_its_outputs_fit_the_model(tmp_path: Pat
     runnable = block.replace(path.group(1), str(model))
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
-        exec(compile(runnable, "README.md", "exec"), {})  # noqa: S102 - our own README
+        exec(compile(runnable, "README.md", "exec"), {})  # our own README's example
     from punct import Restorer
 
     tiny = Restorer.from_pretrained(model)
