@@ -5,11 +5,11 @@ lists (``<root>/split<N>/<J>/ids``, written by :func:`write_splits` or
 from __future__ import annotations
 
 import argparse
-import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
+from punct.atomic import atomic_write_text
 from punct.errors import MissingDataError, PunctInputError
 from punct.kaldi import c_sorted
 
@@ -63,11 +63,8 @@ def split_file(root: str | Path, job: int, num_jobs: int) -> Path:
 def write_splits(root: str | Path, ids: Sequence[str], num_jobs: int) -> Path:
     """Write the id list of every job (one id a line, atomically); returns the split dir."""
     for job, part in enumerate(assign(ids, num_jobs), start=1):
-        path = split_file(root, job, num_jobs)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-        tmp.write_text("".join(f"{key}\n" for key in part), encoding="utf-8")
-        os.replace(tmp, path)
+        atomic_write_text(split_file(root, job, num_jobs),
+                          "".join(f"{key}\n" for key in part))
     return split_dir(root, num_jobs)
 
 
@@ -130,8 +127,5 @@ def merge_kv_parts(parts: Sequence[Path], out: str | Path) -> int:
             if key in lines:
                 raise PunctInputError(f"{key!r} is also in {where[key]}", path, lineno)
             lines[key], where[key] = value, path
-    out = Path(out)
-    tmp = out.with_name(out.name + ".tmp")
-    tmp.write_text("".join(f"{k} {lines[k]}\n" for k in c_sorted(lines)), encoding="utf-8")
-    os.replace(tmp, out)
+    atomic_write_text(out, "".join(f"{k} {lines[k]}\n" for k in c_sorted(lines)))
     return len(lines)

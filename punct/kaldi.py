@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import itertools
-import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
+from punct.atomic import atomic_open
 from punct.errors import MissingDataError, PunctInputError
 from punct.wordtable import (
     WordRow,
@@ -89,15 +89,12 @@ def read_utt2lang(path: str | Path, missing_ok: bool = False) -> dict[str, str]:
 def write_kv(path: str | Path, mapping: Mapping[str, str]) -> None:
     """Write ``key value`` lines sorted under LC_ALL=C, atomically."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8", newline="\n") as out:
+    with atomic_open(path, "w", newline="\n") as out:
         for key in c_sorted(mapping):
             value = mapping[key]
             if not key or any(ch.isspace() for ch in key) or "\n" in value:
                 raise ValueError(f"bad key/value {key!r} {value!r} for {path}")
             out.write(f"{key} {value}\n")
-    os.replace(tmp, path)
 
 
 def spk2utt_from_utt2spk(utt2spk: Mapping[str, str]) -> dict[str, str]:

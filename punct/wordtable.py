@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from punct.atomic import atomic_open
 from punct.data.nonspeech import NonSpeechMap
 from punct.errors import MissingDataError, PunctInputError
 from punct.labels import CAP_LABELS, Token, parse_text, punct_from_str, punct_to_str, render
@@ -94,17 +94,13 @@ def format_row(row: WordRow) -> str:
 
 def write_word_table(path: str | Path, utts: Mapping[str, Sequence[WordRow]]) -> None:
     """Write utterances (in the mapping's order) atomically to ``path``."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8", newline="\n") as out:
+    with atomic_open(path, "w", newline="\n") as out:
         out.write("\t".join(COLUMNS) + "\n")
         for utt_id, rows in utts.items():
             for i, row in enumerate(rows):
                 if row.utt_id != utt_id or row.idx != i:
                     raise ValueError(f"row {row} is not word {i} of utterance {utt_id}")
                 out.write(format_row(row) + "\n")
-    os.replace(tmp, path)
 
 
 def read_text_lines(path: str | Path) -> list[str]:

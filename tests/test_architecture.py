@@ -16,7 +16,7 @@ PACKAGE = ROOT / "punct"
 #: Layers from the bottom; a module may import from its own top-level package and from
 #: lower layers only. Packages sharing a layer do not import one another.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("punct", "punct.errors", "punct.registry", "punct.conf"),
+    ("punct", "punct.errors", "punct.registry", "punct.conf", "punct.atomic"),
     ("punct.data", "punct.labels", "punct.wordtable", "punct.kaldi", "punct.jobs_split",
      "punct.config", "punct.extras"),
     ("punct.features",),

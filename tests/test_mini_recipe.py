@@ -34,7 +34,9 @@ def run_recipe(recipe: Path, *args: str) -> subprocess.CompletedProcess:
          "--transformer-systems", "autopunct_text autopunct_dg unipunc",
          "--report-layouts", "autopunct moro unipunc",
          "--pause-twins", "brnn_pause:brnn_text autopunct_dg:autopunct_text",
-         "--asr", "pocketsphinx", "--num-threads", "1", *args],
+         "--asr", "pocketsphinx", "--num-threads", "1",
+         "--export-dir", "exp/export/mini", "--export-systems", "brnn_text autopunct_text",
+         *args],
         cwd=recipe, env=env, capture_output=True, text=True, timeout=3000,
     )
 
@@ -51,19 +53,28 @@ def recipe(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_every_stage_ran_and_is_marked_done(recipe: Path) -> None:
-    for stage in range(7):
+    for stage in range(8):
         info = json.loads((recipe / ".stages" / f"{stage}.done").read_text())
         assert info["stage"] == stage
     out = (recipe / "run.out").read_text()
-    for stage in range(7):
+    for stage in range(8):
         assert f"Stage {stage}: " in out
+
+
+def test_stage7_exports_the_better_candidate_on_dev(recipe: Path) -> None:
+    dev = {s: json.loads((recipe / "exp" / s / "decode_dev" / "scores.json").read_text())
+           ["metrics"]["all"]["micro_f1"] for s in ("brnn_text", "autopunct_text")}
+    best = max(dev, key=lambda s: (dev[s], s == "brnn_text"))  # ties: the order given
+    card = (recipe / "exp" / "export" / "mini" / "README.md").read_text()
+    assert f"# {best}: " in card and "## Selection" in card and "## Training" in card
+    assert (recipe / "exp" / "export" / "mini" / "model.safetensors").is_file()
 
 
 def test_rerun_does_nothing(recipe: Path) -> None:
     before = {p: p.stat().st_mtime_ns for p in (recipe / "exp").rglob("*") if p.is_file()}
     proc = run_recipe(recipe)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.count("already done") == 7
+    assert proc.stdout.count("already done") == 8
     after = {p: p.stat().st_mtime_ns for p in (recipe / "exp").rglob("*") if p.is_file()}
     assert before == after
 

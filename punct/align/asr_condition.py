@@ -28,8 +28,9 @@ from typing import Protocol
 
 import numpy as np
 
+from punct.atomic import atomic_write_text
 from punct.data.audio import load_requests
-from punct.data.ctm import atomic_write_text, write_ctm
+from punct.data.ctm import write_ctm
 from punct.data.nonspeech import load_nonspeech_map
 from punct.data.projection import hyp_rows, project_utterance
 from punct.data.timed import TimedWord

@@ -51,8 +51,9 @@ from punct.align.base import (
 from punct.align.ctm import ReferenceAligner, words_for_request
 from punct.align.evaluate import PAUSE_THRESHOLD, evaluate
 from punct.align.pauses import attach_timings, compute_pauses
+from punct.atomic import atomic_write_text
 from punct.data.audio import load_requests
-from punct.data.ctm import atomic_write_text, ctm_lines, read_ctm
+from punct.data.ctm import ctm_lines, read_ctm
 from punct.data.nonspeech import add_nonspeech_option
 from punct.data.timed import TimedWord
 from punct.errors import PunctInputError, report_error

@@ -41,8 +41,9 @@ import numpy as np
 from punct.align.base import AlignRequest, get_aligner
 from punct.align.ctm import words_for_request
 from punct.align.evaluate import PAUSE_THRESHOLD, evaluate
+from punct.atomic import atomic_write_text
 from punct.data.audio import load_requests
-from punct.data.ctm import atomic_write_text, read_ctm
+from punct.data.ctm import read_ctm
 from punct.data.textgrid import read_textgrid, textgrid_words
 from punct.data.timed import TimedWord
 from punct.errors import MissingDataError, PunctInputError, report_error

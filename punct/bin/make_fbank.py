@@ -22,7 +22,6 @@ otherwise. The scp files hold absolute ark paths.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -30,6 +29,7 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
+from punct.atomic import atomic_path
 from punct.data.audio import AlignRequest, load_requests
 from punct.errors import PunctInputError, report_error
 from punct.extras import require
@@ -123,14 +123,12 @@ def run_job(args: argparse.Namespace, job: int | None, extract: Extractor | None
     if extract is None:
         extract = (wav2vec2_extractor(args.wav2vec2) if args.wav2vec2
                    else fbank_extractor(args.n_mels))
-    tmp_scp = scp.with_name(scp.name + ".tmp")
     desc = f"{args.stream} {data_dir.name}" + (f" job {job}" if job else "")
     kaldiio = require("kaldiio", "train", "writing features")  # optional extra: Kaldi ark/scp
-    with kaldiio.WriteHelper(f"ark,scp:{ark},{tmp_scp}") as writer:
+    with atomic_path(scp) as tmp_scp, kaldiio.WriteHelper(f"ark,scp:{ark},{tmp_scp}") as writer:
         for req in tqdm(requests, desc=desc, unit="utt", disable=not sys.stderr.isatty()):
             samples, rate = req.load_audio()
             writer(req.utt_id, np.ascontiguousarray(extract(samples, rate), dtype=np.float32))
-    os.replace(tmp_scp, scp)
     return len(requests)
 
 

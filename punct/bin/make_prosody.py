@@ -15,13 +15,13 @@ utterance and the wav.scp line.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
+from punct.atomic import atomic_path
 from punct.data.audio import AlignRequest, load_requests
 from punct.errors import MissingDataError, PunctInputError, report_error
 from punct.extras import require
@@ -67,9 +67,9 @@ def write_features(data_dir: Path, ark: Path, scp: Path, job: int, num_jobs: int
     if _scp_keys(scp) == [r.utt_id for r in requests]:
         return 0  # done already
     ark.parent.mkdir(parents=True, exist_ok=True)
-    tmp_scp = scp.with_name(scp.name + ".tmp")
     kaldiio = require("kaldiio", "train", "writing features")  # optional extra: Kaldi ark/scp
-    with kaldiio.WriteHelper(f"ark,scp:{ark.resolve()},{tmp_scp.resolve()}") as writer:
+    with (atomic_path(scp) as tmp_scp,
+          kaldiio.WriteHelper(f"ark,scp:{ark.resolve()},{tmp_scp.resolve()}") as writer):
         for req in requests:
             samples, rate = req.load_audio()
             if len(samples) == 0:
@@ -80,7 +80,6 @@ def write_features(data_dir: Path, ark: Path, scp: Path, job: int, num_jobs: int
                 raise PunctInputError(f"utterance {req.utt_id}: non-finite prosody features "
                                       f"from {req.wav!r}", req.wav_scp, req.wav_line)
             writer(req.utt_id, feats)
-    os.replace(tmp_scp, scp)
     return len(requests)
 
 

@@ -18,7 +18,7 @@ import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from punct.data.ctm import atomic_write_text
+from punct.atomic import atomic_write_text
 from punct.errors import PunctInputError, report_error
 from punct.score.tables import load_scores
 

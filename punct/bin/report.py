@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from punct.atomic import atomic_write_text
 from punct.errors import MissingDataError, PunctInputError, report_error
 from punct.score.layouts import layout_plots, layout_tables
 from punct.score.plots import make_plots
@@ -100,10 +101,7 @@ def run(args: argparse.Namespace, command: str) -> Path:
     md_path = Path(args.results_md) if args.results_md else out_dir / "RESULTS.md"
     text = build_results_md(title=args.title, command=command, md_path=md_path, scores=scores,
                             tables=tables, table_files=files, plots=plots, extras=extras)
-    md_path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = md_path.with_name(md_path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(md_path)
+    atomic_write_text(md_path, text)
     return md_path
 
 

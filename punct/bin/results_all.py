@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from punct.atomic import atomic_write_text
 from punct.errors import MissingDataError, PunctInputError, report_error
 from punct.score.combine import RecipeStatus, combine_results, find_recipes, read_status
 
@@ -37,10 +38,7 @@ def run(args: argparse.Namespace) -> tuple[Path, list[RecipeStatus]]:
                 for n in names]
     out = Path(args.out)
     text = combine_results(egs, out, statuses, command=args.command)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(out.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(out)
+    atomic_write_text(out, text)
     return out, statuses
 
 

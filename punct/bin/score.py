@@ -19,6 +19,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from punct.atomic import atomic_write_text
 from punct.data.nonspeech import add_nonspeech_option
 from punct.errors import MissingDataError, PunctInputError, report_error
 from punct.kaldi import read_utt2lang
@@ -131,11 +132,7 @@ def main(argv: list[str] | None = None) -> int:
         doc = build_scores(args)
     except PunctInputError as err:
         return report_error("score", err)
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(out.name + ".tmp")
-    tmp.write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    tmp.replace(out)
+    atomic_write_text(args.out, json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
     m = doc["metrics"]["all"]
     ser = "n/a" if m["ser"] is None else f"{100 * m['ser']:.1f}"
     asr = m.get("asr")
@@ -144,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{m['words']} words{wer}, micro-F1 {100 * m['micro_f1']:.1f}, "
           f"macro-F1 {100 * m['macro_f1']:.1f}, SER {ser}, "
           f"cap micro-F1 {100 * m['cap_micro_f1']:.1f}, BLEU {doc['text']['bleu']:.1f}, "
-          f"chrF {doc['text']['chrf']:.1f}, TER {doc['text']['ter']:.1f} -> {out}")
+          f"chrF {doc['text']['chrf']:.1f}, TER {doc['text']['ter']:.1f} -> {args.out}")
     return 0
 
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import os
 import sys
 import time
 from collections.abc import Iterable
@@ -29,6 +28,7 @@ from pathlib import Path
 
 import yaml
 
+from punct.atomic import atomic_write_text
 from punct.data.mini_corpus import load_corpus
 from punct.errors import MissingDataError, PunctInputError, report_error
 from punct.jobs_split import job_items
@@ -94,11 +94,7 @@ def write_style(out_dir: str | Path, style: SpeechStyle | None) -> None:
     """``<out>/style.json``: the speech style of the corpus (``{"as_read": true}`` without
     one), for the recipe's RESULTS.md. Every job writes the same content, atomically."""
     record = {"as_read": True} if style is None else dataclasses.asdict(style)
-    path = Path(out_dir) / "style.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".style.json.tmp{os.getpid()}")
-    tmp.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    atomic_write_text(Path(out_dir) / "style.json", json.dumps(record, indent=1) + "\n")
 
 
 def _utt_id(plan: UttPlan) -> str:

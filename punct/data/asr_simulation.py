@@ -22,10 +22,10 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
+from punct.atomic import atomic_write_text
 from punct.config import AugmentSection
 from punct.data.augment import Augmenter, utterance_rng, word_counts
 from punct.data.confusable import load_neighbours
-from punct.data.ctm import atomic_write_text
 from punct.data.projection import project_utterance
 from punct.data.word_align import EditCounts
 from punct.errors import PunctInputError

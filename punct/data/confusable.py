@@ -22,11 +22,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from collections.abc import Iterable, Mapping
 from itertools import combinations
 from pathlib import Path
 
+from punct.atomic import atomic_write_text
 from punct.errors import MissingDataError, PunctInputError
 
 Phones = tuple[str, ...]
@@ -152,9 +152,6 @@ def load_neighbours(cache: str | Path, counts: Mapping[str, int], max_distance: 
             return {w: [(o, int(d)) for o, d in nbrs] for w, nbrs in stored["table"].items()}
     prons = read_dictionary(dictionary, counts)
     table = find_neighbours(prons, max_distance, counts)
-    cache.parent.mkdir(parents=True, exist_ok=True)
-    tmp = cache.with_name(cache.name + ".tmp")
-    tmp.write_text(json.dumps({"key": key, "table": table}, ensure_ascii=False) + "\n",
-                   encoding="utf-8")
-    os.replace(tmp, cache)
+    atomic_write_text(cache, json.dumps({"key": key, "table": table}, ensure_ascii=False)
+                      + "\n")
     return table

@@ -11,12 +11,11 @@ The CTM-backed aligners (``ctm``, ``reference``) are :mod:`punct.align.ctm`.
 from __future__ import annotations
 
 import math
-import os
-import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Protocol
 
+from punct.atomic import atomic_write_text
 from punct.data.timed import OVERLAP_TOLERANCE, TimedWord
 from punct.errors import MissingDataError, PunctInputError
 
@@ -140,18 +139,3 @@ def write_ctm(
     for reco, words in table.items():
         lines.extend(ctm_lines(reco, words, digits))
     atomic_write_text(path, "".join(lines))
-
-
-def atomic_write_text(path: str | Path, text: str) -> None:
-    """Write ``text`` to a temporary file next to ``path`` and rename it over ``path``."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise

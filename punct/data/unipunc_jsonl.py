@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from punct.atomic import atomic_write_text
 from punct.errors import MissingDataError, PunctInputError
 from punct.wordtable import read_text_lines
 
@@ -128,12 +129,8 @@ def record_to_json(record: UnipuncRecord) -> dict[str, Any]:
 
 def write_unipunc_jsonl(path: str | Path, records: Iterable[UnipuncRecord]) -> int:
     """Write records as UniPunc JSONL (UTF-8, non-ASCII kept); returns the count."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     lines = [json.dumps(record_to_json(r), ensure_ascii=False) + "\n" for r in records]
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text("".join(lines), encoding="utf-8")
-    tmp.replace(path)
+    atomic_write_text(path, "".join(lines))
     return len(lines)
 
 

@@ -19,14 +19,14 @@ from __future__ import annotations
 import bisect
 import itertools
 import json
-import os
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
 
+from punct.atomic import atomic_path, atomic_write_text
 from punct.data.ctm import ctm_lines
 from punct.data.mini_corpus import Doc
 from punct.data.timed import TimedWord
@@ -428,17 +428,6 @@ def utterance_done(out_dir: str | Path, plan: UttPlan) -> bool:
     return isinstance(meta, dict) and all(meta.get(k) == v for k, v in asdict(plan).items())
 
 
-def _atomic_write(path: Path, write: Callable[[Path], object]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-
-
 def meta_dict(utt: Utterance) -> dict:
     """The JSON metadata of an utterance."""
     meta = asdict(utt.plan)
@@ -454,12 +443,9 @@ def write_utterance(out_dir: str | Path, utt: Utterance) -> dict[str, Path]:
     """Write wav, CTM and meta atomically (meta last, so it marks completion)."""
     paths = output_paths(out_dir, utt.plan.utt_id)
     sf = require("soundfile", "align", "writing wav files")  # optional extra: audio I/O
-    _atomic_write(
-        paths["wav"],
-        lambda p: sf.write(p, utt.samples, utt.sample_rate, subtype="PCM_16", format="WAV"),
-    )
-    ctm = "".join(ctm_lines(utt.plan.utt_id, utt.words))
-    _atomic_write(paths["ref"], lambda p: p.write_text(ctm, encoding="utf-8"))
+    with atomic_path(paths["wav"]) as tmp:
+        sf.write(tmp, utt.samples, utt.sample_rate, subtype="PCM_16", format="WAV")
+    atomic_write_text(paths["ref"], "".join(ctm_lines(utt.plan.utt_id, utt.words)))
     meta = json.dumps(meta_dict(utt), ensure_ascii=False, indent=1, sort_keys=True) + "\n"
-    _atomic_write(paths["meta"], lambda p: p.write_text(meta, encoding="utf-8"))
+    atomic_write_text(paths["meta"], meta)
     return paths

@@ -31,7 +31,6 @@ utterance whose WAV exists with the setting ``style.json`` records for it is ski
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import time
@@ -43,6 +42,7 @@ from pathlib import Path
 
 import numpy as np
 
+from punct.atomic import atomic_path, atomic_write_text
 from punct.errors import PunctInputError
 from punct.extras import require
 from punct.kaldi import read_utt2lang, spk2utt_from_utt2spk, write_kv
@@ -165,10 +165,8 @@ def render_utterance(rows: Sequence[WordRow], setting: RenderSetting, path: Path
     temporary name, renamed when complete); the seconds of audio are returned."""
     engine = engine or get_engine()
     sf = require("soundfile", "align", "writing wav files")  # optional extra: audio I/O
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
     n_out = 0
-    try:
+    with atomic_path(path) as tmp:
         with sf.SoundFile(tmp, "w", samplerate=OUT_RATE, channels=1, subtype="PCM_16",
                           format="WAV") as out:
             pieces = spoken_pieces(rows, piece_words)
@@ -182,10 +180,6 @@ def render_utterance(rows: Sequence[WordRow], setting: RenderSetting, path: Path
                 audio = resample_int16(samples, result.sample_rate, OUT_RATE)
                 out.write(audio)
                 n_out += len(audio)
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
     return n_out / OUT_RATE
 
 
@@ -201,12 +195,6 @@ def select_utterances(table: Mapping[str, Sequence[WordRow]], max_words: int | N
         chosen.append(utt)
         total += len(rows)
     return chosen
-
-
-def _atomic_text(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
 
 
 def _read_styles(path: Path) -> dict[str, dict]:
@@ -261,12 +249,12 @@ def render_set(data_dir: Path, out_dir: Path, seed: int = 1,
         rendered, words = rendered + 1, words + len(table[utt])
         audio_s, render_s = audio_s + seconds, render_s + elapsed
         styles[utt] = {**entry, "seconds": round(seconds, 3)}
-        _atomic_text(style_path, json.dumps({**header, "utterances": styles}, indent=1) + "\n")
+        atomic_write_text(style_path, json.dumps({**header, "utterances": styles}, indent=1) + "\n")
         if progress:
             progress(f"{i + 1}/{len(utts)} {utt}: {setting.voice} at {setting.rate} wpm, "
                      f"{len(table[utt])} words, {seconds:.1f} s of audio in {elapsed:.1f} s")
     chosen = {u: styles[u] for u in utts}
-    _atomic_text(style_path, json.dumps({**header, "utterances": chosen}, indent=1) + "\n")
+    atomic_write_text(style_path, json.dumps({**header, "utterances": chosen}, indent=1) + "\n")
     write_kv(out_dir / "wav.scp", {u: str(out_dir / "wav" / f"{u}.wav") for u in utts})
     utt2spk = {u: u for u in utts}
     write_kv(out_dir / "utt2spk", utt2spk)

@@ -29,6 +29,7 @@ from typing import Any
 
 import torch
 
+from punct.atomic import atomic_write_text
 from punct.errors import MissingDataError
 from punct.models.checkpoint import (
     CorruptCheckpointError,
@@ -67,15 +68,6 @@ def _fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-def _write_text_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as handle:
-        handle.write(text)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
-
-
 def _write_tmp(obj: Any, path: Path) -> tuple[Path, str]:
     """torch.save ``obj`` to ``<path>.tmp`` (synced); return the tmp path and its digest."""
     tmp = path.with_name(path.name + ".tmp")
@@ -88,7 +80,7 @@ def _write_tmp(obj: Any, path: Path) -> tuple[Path, str]:
 
 def _install(tmp: Path, digest: str, path: Path) -> None:
     """Move a finished tmp file and its checksum into place (checksum first)."""
-    _write_text_atomic(sidecar(path), f"{digest}  {path.name}\n")
+    atomic_write_text(sidecar(path), f"{digest}  {path.name}\n", sync=True)
     os.replace(tmp, path)
     _fsync_dir(path.parent)
 

@@ -28,6 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
+from punct.atomic import atomic_write_text
 from punct.infer.combinations import constrained_marks
 from punct.infer.decode import THRESHOLDS_FILE
 
@@ -174,12 +175,10 @@ def tune_thresholds(probs: np.ndarray, ref: np.ndarray, labels: Sequence[str],
 def write_thresholds(exp_dir: str | Path, label_set: str, tuned: TunedThresholds) -> Path:
     """Write ``thresholds.json`` (atomically) and return its path."""
     path = Path(exp_dir) / THRESHOLDS_FILE
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps({
+    atomic_write_text(path, json.dumps({
         "label_set": label_set, "thresholds": tuned.thresholds,
         "dev_micro_f1_default": round(tuned.f1_before, 6),
         "dev_micro_f1_tuned": round(tuned.f1_after, 6),
         "dev_pred_ref_ratio": tuned.ratios, "ratio_band": list(RATIO_BAND),
-    }, indent=2) + "\n", encoding="utf-8")
-    tmp.replace(path)
+    }, indent=2) + "\n")
     return path
