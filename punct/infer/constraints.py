@@ -81,8 +81,10 @@ def _candidates(labels: Sequence[str], rules: DocRules, exclusive: bool,
         sets, cols = allowed.astype(bool), np.arange(n)
     else:
         cols = np.array([labels.index(m) for m in rule_marks(labels)], dtype=np.int64)
-        sets = np.array(list(itertools.product((False, True), repeat=len(cols))),
-                        dtype=bool).reshape(2 ** len(cols), len(cols))
+        # fewer marks first, then label order: ties go to the simpler, commoner set
+        subsets = sorted(itertools.product((False, True), repeat=len(cols)),
+                         key=lambda row: (sum(row), [-on for on in row]))
+        sets = np.array(subsets, dtype=bool).reshape(2 ** len(cols), len(cols))
     names = [frozenset(labels[c] for c, on in zip(cols, row, strict=True) if on)
              for row in sets]
     all_states = states()
