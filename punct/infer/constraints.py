@@ -27,19 +27,24 @@ carries the state of a document cut mid-stream from one block to the next.
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from punct.infer.doc_rules import DOC_START, DocRules, needs_capital, rule_marks, states
+from punct.infer.doc_rules import ENDED, DocRules, is_cased, needs_capital, rule_marks, states
 from punct.infer.symbols import is_passthrough
 from punct.labels import CAP_LABELS
 from punct.models.base import WordSeq
 
 _EPS = 1e-6
 _FIRST_CAP = CAP_LABELS.index("FIRST_CAP")
+_CHUNK = 8192  # words per block of the (n, S, S) move tables
+#: ``is_passthrough`` with a cache (words repeat)
+through_word = functools.lru_cache(maxsize=1 << 16)(is_passthrough)
+_cased = functools.lru_cache(maxsize=1 << 16)(is_cased)
 
 
 @dataclass
@@ -62,6 +67,7 @@ class _Candidates:
 
     sets: np.ndarray
     cols: np.ndarray
+    states: tuple[int, ...]  # the reachable states of the machine
     step: np.ndarray  # (S, K): next state index, -1 where a rule breaks
     final: np.ndarray  # (S, K): the same for the last word of a document
 
@@ -87,18 +93,24 @@ def _candidates(labels: Sequence[str], rules: DocRules, exclusive: bool,
         sets = np.array(subsets, dtype=bool).reshape(2 ** len(cols), len(cols))
     names = [frozenset(labels[c] for c, on in zip(cols, row, strict=True) if on)
              for row in sets]
-    all_states = states()
-    index = {s: k for k, s in enumerate(all_states)}
-    step = np.full((len(all_states), len(sets)), -1, dtype=np.int64)
+    moves = {s: [rules.step(s, marks) for marks in names] for s in states()}
+    reach, todo = {0, ENDED}, [0, ENDED]
+    while todo:
+        for nxt, broken in moves[todo.pop()]:
+            if not broken and nxt not in reach:
+                reach.add(nxt)
+                todo.append(nxt)
+    kept = tuple(sorted(reach))
+    index = {s: k for k, s in enumerate(kept)}
+    step = np.full((len(kept), len(sets)), -1, dtype=np.int64)
     final = step.copy()
-    for i, s in enumerate(all_states):
-        for k, marks in enumerate(names):
-            nxt, broken = rules.step(s, marks)
+    for i, s in enumerate(kept):
+        for k, ((nxt, broken), marks) in enumerate(zip(moves[s], names, strict=True)):
             if not broken:
                 step[i, k] = index[nxt]
                 if not rules.finish(nxt, marks):
                     final[i, k] = index[nxt]
-    return _Candidates(sets, cols, step, final)
+    return _Candidates(sets, cols, kept, step, final)
 
 
 def _scores(punct: np.ndarray, cand: _Candidates, threshold: np.ndarray,
@@ -118,64 +130,98 @@ def _best_moves(scores: np.ndarray, table: np.ndarray) -> tuple[np.ndarray, np.n
     n, n_states = len(scores), table.shape[0]
     best = np.full((n, n_states, n_states), -np.inf)
     arg = np.zeros((n, n_states, n_states), dtype=np.int64)
-    for i in range(n_states):
-        for j in range(n_states):
-            idx = np.flatnonzero(table[i] == j)
+    groups = [(i, j, np.flatnonzero(table[i] == j))
+              for i in range(n_states) for j in range(n_states)]
+    for lo in range(0, n, _CHUNK):
+        part = scores[lo:lo + _CHUNK]
+        rows = np.arange(len(part))
+        for i, j, idx in groups:
             if len(idx):
-                sub = scores[:, idx]
-                pick = sub.argmax(axis=1)
-                best[:, i, j] = sub[np.arange(n), pick]
-                arg[:, i, j] = idx[pick]
+                pick = part[:, idx].argmax(axis=1)
+                best[lo:lo + _CHUNK, i, j] = part[rows, idx[pick]]
+                arg[lo:lo + _CHUNK, i, j] = idx[pick]
     return best, arg
 
 
-def _cap_scores(cap: np.ndarray | None) -> tuple[np.ndarray, np.ndarray] | None:
-    """Per word: (best log-probability of any cap, of a capital), or None."""
-    if cap is None:
-        return None
-    logc = np.log(np.clip(cap.astype(np.float64), 1e-12, None))
-    return logc.max(axis=1), logc[:, 1:].max(axis=1)
+class _Checker:
+    """Whether given decisions break a rule: the machine run over them, its moves cached
+    by (state, rule marks of the word)."""
+
+    def __init__(self, rules: DocRules, labels: Sequence[str], cols: np.ndarray):
+        self.rules, self.cols = rules, cols
+        self.names = [labels[c] for c in cols]
+        self.weights = 1 << np.arange(len(cols), dtype=np.int64)
+        self.cache: dict[tuple[int, int], tuple[int, bool, bool]] = {}
+
+    def _move(self, state: int, code: int) -> tuple[int, bool, bool]:
+        marks = [m for b, m in enumerate(self.names) if code >> b & 1]
+        nxt, broken = self.rules.step(state, marks)
+        move = (nxt, bool(broken), bool(self.rules.finish(nxt, marks)))
+        self.cache[state, code] = move
+        return move
+
+    def breaks(self, marks: np.ndarray, caps: np.ndarray | None, words: list[str],
+               start: int, ends: bool) -> tuple[bool, int]:
+        """Whether one document's decisions break a rule; the state after them."""
+        codes = (marks[:, self.cols] @ self.weights).tolist()
+        caps_list = caps.tolist() if caps is not None else None
+        state, done = start, False
+        for j, code in enumerate(codes):
+            if caps_list is not None and caps_list[j] == 0 and state & ENDED \
+                    and _cased(words[j]):
+                return True, state
+            state, broken, done = self.cache.get((state, code)) or self._move(state, code)
+            if broken:
+                return True, state
+        return bool(ends and codes and done), state
 
 
-def _breaks(rules: DocRules, marks: np.ndarray, caps: np.ndarray | None, words: list[str],
-            cols: Sequence[int], labels: Sequence[str], start: int, ends: bool
-            ) -> tuple[bool, int]:
-    """Whether the decisions of one document's words break a rule; the end state."""
-    state, last = start, None
-    for row, cap, word in zip(marks, caps if caps is not None else [None] * len(words), words,
-                              strict=True):
-        last = [labels[c] for c in cols if row[c]]
-        if cap is not None and cap == 0 and needs_capital(state, word):
-            return True, state
-        state, broken = rules.step(state, last)
-        if broken:
-            return True, state
-    return bool(ends and rules.finish(state, last)), state
+@dataclass
+class _Moves:
+    """The move tables of the words that may need a search, by global word index."""
+
+    rows: dict[int, int]  # global word index -> row
+    scores: np.ndarray  # (n, K) candidate scores
+    best: np.ndarray
+    arg: np.ndarray
+    adj: np.ndarray  # (n, S) cap score of entering each state (0 when casing is by rule)
 
 
-def _viterbi(scores: np.ndarray, cand: _Candidates, words: list[str],
-             cap_best: tuple[np.ndarray, np.ndarray] | None, start: int | None, ends: bool
-             ) -> tuple[np.ndarray, list[int]] | None:
-    """Best candidate per word and the state each word is entered in; None when no
-    labelling obeys the rules (e.g. ``decode.combinations`` without a final mark)."""
-    all_states = states()
-    n, n_states = len(words), len(all_states)
+def _moves(kept: list[int], words: list[str], punct: np.ndarray, cap: np.ndarray | None,
+           cand: _Candidates, thr: np.ndarray, exclusive: bool) -> _Moves:
+    scores = _scores(punct[kept], cand, thr, exclusive)
     best, arg = _best_moves(scores, cand.step)
-    if ends:
-        best[-1], arg[-1] = (m[0] for m in _best_moves(scores[-1:], cand.final))
-    need = np.array([[needs_capital(s, w) for s in all_states] for w in words])
-    if cap_best is None:
-        adj = np.zeros((n, n_states))
-    else:
-        adj = np.where(need, cap_best[1][:, None], cap_best[0][:, None])
+    adj = np.zeros((len(kept), len(cand.states)))
+    if cap is not None:
+        logc = np.log(np.clip(cap[kept].astype(np.float64), 1e-12, None))
+        ended = np.array([bool(s & ENDED) for s in cand.states])
+        need = ended[None, :] & np.array([_cased(w) for w in words])[:, None]
+        adj = np.where(need, logc[:, 1:].max(axis=1)[:, None], logc.max(axis=1)[:, None])
+    return _Moves({g: r for r, g in enumerate(kept)}, scores, best, arg, adj)
+
+
+def _viterbi(moves: _Moves, kept: list[int], scores_last: np.ndarray | None,
+             cand: _Candidates, start: int | None) -> tuple[np.ndarray, list[int]] | None:
+    """Best candidate per word and the state each word is entered in (then the end
+    state); None when no labelling obeys the rules (e.g. ``decode.combinations``
+    without a final mark). ``scores_last``: candidate scores of the last word when it
+    ends the document."""
+    rows = np.array([moves.rows[g] for g in kept])
+    best, arg, adj = moves.best[rows], moves.arg[rows], moves.adj[rows]
+    if scores_last is not None:  # (S, K, S): candidate k moves state i to state j
+        onehot = cand.final[:, :, None] == np.arange(len(cand.states))[None, None, :]
+        table = np.where(onehot, scores_last[None, :, None], -np.inf)
+        best[-1], arg[-1] = table.max(axis=1), table.argmax(axis=1)
+    n, n_states = len(kept), len(cand.states)
     value = np.zeros(n_states) if start is None else np.full(n_states, -np.inf)
     if start is not None:
-        value[all_states.index(start)] = 0.0
+        value[cand.states.index(start)] = 0.0
     back = np.zeros((n, n_states), dtype=np.int64)
+    cols = np.arange(n_states)
     for j in range(n):
         total = (value + adj[j])[:, None] + best[j]
         back[j] = total.argmax(axis=0)
-        value = total[back[j], np.arange(n_states)]
+        value = total[back[j], cols]
     if not np.isfinite(value.max()):
         return None
     path = [int(value.argmax())]  # state after each word, last first
@@ -184,7 +230,7 @@ def _viterbi(scores: np.ndarray, cand: _Candidates, words: list[str],
     path.reverse()
     entered = [int(back[0][path[0]]), *path[:-1]]
     choice = arg[np.arange(n), entered, path]
-    return choice, [*(all_states[i] for i in entered), all_states[path[-1]]]
+    return choice, [*(cand.states[i] for i in entered), cand.states[path[-1]]]
 
 
 def constrain(marks: np.ndarray, caps: np.ndarray | None, punct: np.ndarray,
@@ -200,39 +246,55 @@ def constrain(marks: np.ndarray, caps: np.ndarray | None, punct: np.ndarray,
     rules = DocRules.for_labels(labels)
     cand = _candidates(labels, rules, exclusive, allowed)
     marks, caps = marks.copy(), None if caps is None else caps.copy()
-    cap_best = _cap_scores(cap) if caps is not None else None
+    cap = cap if caps is not None else None
     thr = np.asarray(threshold, dtype=np.float64)
+    docs = []  # per sequence: own speech words (global), their words, start, ends
     for k, seq in enumerate(seqs):
         lo, hi, starts, ends = edges.spans[k] if edges else (0, len(seq), True, True)
-        start = DOC_START if starts else (edges.carry.get(seq.utt_id) if edges else None)
-        glob = [seq.offset + i for i in range(lo, hi)]
-        through = [g for g, i in zip(glob, range(lo, hi), strict=True)
-                   if is_passthrough(seq.words[i])]
+        own = range(seq.offset + lo, seq.offset + hi)
+        through = [g for g in own if through_word(seq.words[g - seq.offset])]
         marks[through] = False
-        kept = [g for g, i in zip(glob, range(lo, hi), strict=True)
-                if not is_passthrough(seq.words[i])]
+        kept = [g for g in own if not through_word(seq.words[g - seq.offset])]
+        docs.append((seq.utt_id, kept, [seq.words[g - seq.offset] for g in kept], starts,
+                     ends))
+    # the words of every document that may need a search: broken from its assumed start,
+    # or starting at a cut (its start state comes from a block decided in this call)
+    check = _Checker(rules, labels, cand.cols)
+    maybe: list[int] = []
+    maybe_words: list[str] = []
+    verdicts: list[tuple[bool, int] | None] = []
+    for _, kept, words, starts, ends in docs:
+        verdict = None
+        if kept and starts:
+            verdict = check.breaks(marks[kept], None if caps is None else caps[kept], words,
+                                   ENDED, ends)
+        verdicts.append(verdict)
+        if kept and (not starts or (verdict is not None and verdict[0])):
+            maybe.extend(kept)
+            maybe_words.extend(words)
+    moves = _moves(maybe, maybe_words, punct, cap, cand, thr, exclusive) if maybe else None
+    for (utt, kept, words, starts, ends), verdict in zip(docs, verdicts, strict=True):
         if not kept:
             continue
-        words = [seq.words[g - seq.offset] for g in kept]
-        broken, state = _breaks(rules, marks[kept], None if caps is None else caps[kept],
-                                words, cand.cols, labels, 0 if start is None else start, ends)
-        if broken:
-            found = _viterbi(_scores(punct[kept], cand, thr, exclusive), cand, words,
-                             None if cap_best is None else (cap_best[0][kept],
-                                                            cap_best[1][kept]),
-                             start, ends)
-            if found is not None:
-                choice, entered = found
-                rows = np.asarray(kept)
-                marks[rows[:, None], cand.cols[None, :]] = cand.sets[choice]
-                state = entered[-1]
-                if caps is not None and cap is not None:
-                    for j, g in enumerate(kept):
-                        if needs_capital(entered[j], words[j]) and caps[g] == 0:
-                            caps[g] = _FIRST_CAP + int(cap[g, 1:].argmax())
+        start = ENDED if starts else (edges.carry.get(utt) if edges else None)
+        broken, state = verdict or check.breaks(marks[kept], None if caps is None
+                                                else caps[kept], words,
+                                                0 if start is None else start, ends)
+        found = None
+        if broken and moves is not None:
+            last = moves.scores[moves.rows[kept[-1]]] if ends else None
+            found = _viterbi(moves, kept, last, cand, start)
+        if found is not None:
+            choice, entered = found
+            marks[np.asarray(kept)[:, None], cand.cols[None, :]] = cand.sets[choice]
+            state = entered[-1]
+            if caps is not None and cap is not None:
+                for j, g in enumerate(kept):
+                    if needs_capital(entered[j], words[j]) and caps[g] == 0:
+                        caps[g] = _FIRST_CAP + int(cap[g, 1:].argmax())
         if edges is not None:
             if ends:
-                edges.carry.pop(seq.utt_id, None)
+                edges.carry.pop(utt, None)
             else:
-                edges.carry[seq.utt_id] = state
+                edges.carry[utt] = state
     return marks, caps

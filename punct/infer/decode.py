@@ -35,7 +35,7 @@ from punct.data.windows import batched, stride_for
 from punct.errors import MissingDataError, PunctInputError
 from punct.infer.aggregate import Aggregator
 from punct.infer.combinations import combination_matrix, constrained_marks
-from punct.infer.constraints import Edges, constrain
+from punct.infer.constraints import Edges, constrain, through_word
 from punct.infer.precision import resolve_bf16
 from punct.labels import CAP_LABELS, OPENING_LABELS, apply_cap, get_label_set
 from punct.models.base import Featurizer, PunctModel, Registry, WordSeq, weights_from_checkpoint
@@ -168,15 +168,20 @@ def keep_best_mark(marks: np.ndarray, punct: np.ndarray) -> np.ndarray:
 
 
 def rule_caps(marks: np.ndarray, seqs: Sequence[WordSeq], labels: Sequence[str]) -> np.ndarray:
-    """FIRST_CAP at utterance start and after a sentence-final mark, else O."""
+    """FIRST_CAP at utterance start and after a sentence-final mark, else O; pass-through
+    words (``punct.infer.symbols``, written as they came) leave the capital to the next."""
     final = np.array([lab in SENTENCE_FINAL for lab in labels], dtype=bool)
     caps = np.zeros(marks.shape[0], dtype=np.int64)
     first_cap = CAP_LABELS.index("FIRST_CAP")
     for seq in seqs:
-        for i in range(len(seq)):
+        start = True
+        for i, word in enumerate(seq.words):
+            if through_word(word):
+                continue
             g = seq.offset + i
-            if i == 0 or marks[g - 1][final].any():
+            if start:
                 caps[g] = first_cap
+            start = bool(marks[g][final].any())
     return caps
 
 
