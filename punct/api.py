@@ -132,8 +132,8 @@ class Restorer:
         ``torch``, ``onnx`` or ``onnx-int8`` (onnxruntime on an exported dir with
         ``model.onnx`` / ``model.int8.onnx``). Other options:
         ``window``, ``stride``, ``per_token``, ``batch_size``, ``aggregate``,
-        ``threshold``, ``batch_words``, ``block_words``, ``context_words`` (see
-        docs/RESTORE.md)."""
+        ``threshold``, ``constraints`` (False: no document rules), ``batch_words``,
+        ``block_words``, ``context_words`` (see docs/RESTORE.md)."""
         from punct.infer.decode import pick_device
         from punct.infer.quiet import set_loading_verbosity
 

@@ -117,6 +117,9 @@ class DecodeSection:
     # above its threshold; "seen": only the sets seen on a training word (the trainer
     # writes them into the experiment's config.yaml as a list of lists of marks)
     combinations: str | list | None = "all"
+    # each document decoded as a whole under the document rules (paired quotes and ¿/¡,
+    # capitals after sentence ends, a final mark at its end): punct.infer.constraints
+    constraints: bool = True
 
 
 SECTIONS: dict[str, type] = {"train": TrainSection, "decode": DecodeSection}
@@ -322,6 +325,9 @@ def validate_config(config: dict[str, Any], path: str | Path | None = None) -> N
             isinstance(c, list) and all(isinstance(m, str) for m in c) for c in dec.combinations):
         raise PunctInputError("decode.combinations: expected 'all', 'seen' or a list of lists "
                               "of marks", path)
+    if not isinstance(dec.constraints, bool):
+        raise PunctInputError(f"decode.constraints must be true or false, got "
+                              f"{dec.constraints!r}", path)
     if dec.batch_size < 1:
         raise PunctInputError(f"decode.batch_size must be >= 1, got {dec.batch_size}", path)
     window, stride = decode_window(config)

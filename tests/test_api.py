@@ -70,8 +70,8 @@ def test_restore_keeps_symbols_and_reports_a_count(tmp_path: Path,
 
 def test_restore_str_and_list() -> None:
     r = rule_restorer()
-    assert r.restore("go stop then go") == "Go stop. Then go"
-    assert r.restore(["a stop", "", "b"]) == ["A stop.", "", "B"]
+    assert r.restore("go stop then go") == "Go stop. Then go."
+    assert r.restore(["a stop", "", "b"]) == ["A stop.", "", "B."]
     assert r.restore([]) == []
 
 
@@ -106,7 +106,7 @@ def test_restore_stream_is_lazy_and_in_order() -> None:
     r = rule_restorer(batch_words=1)
     stream = r.restore_stream(lines())
     assert next(stream) == "A stop." and read == [1]
-    assert list(stream) == ["B 😀", "C", "D stop."]
+    assert list(stream) == ["B. 😀", "C.", "D stop."]
     assert r.symbols.words == 1 and r.symbols.examples == ["😀"]
 
 

@@ -176,8 +176,8 @@ def test_restore_passes_nonspeech_through_unpunctuated() -> None:
     """The rule model puts a PERIOD after 'stop' and a COMMA before a pause > 0.5 s; a
     non-speech token between two words changes neither decision."""
     r = rule_restorer()
-    assert r.restore("a stop [noise] b then c") == "A stop. [noise] B then c"
-    assert r.restore("a stop b then c") == "A stop. B then c"
+    assert r.restore("a stop [noise] b then c") == "A stop. [noise] B then c."
+    assert r.restore("a stop b then c") == "A stop. B then c."
     assert r.restore("<breath> [noise]") == "<breath> [noise]"
     words = r.restore_words(["a", "[noise]", "b", "stop"], starts=[0.0, 0.3, 0.9, 1.2],
                             ends=[0.2, 0.8, 1.1, 1.4])

@@ -142,7 +142,8 @@ def test_restorer_rules_casing_and_pauses() -> None:
                                                           ("d2", True, True), ("d3", True, True)]
     out = io.StringIO()
     assert write_segments(segs, out, "text") == 3
-    assert out.getvalue() == "A stop. B c, d\n\nX\n"
+    # the document rules give every document a final mark (PERIOD wins the tie)
+    assert out.getvalue() == "A stop. B c, d.\n\nX.\n"
     row = segs[0].rows[3]
     assert row == WordRow("d1", 3, "c", "c", ("COMMA",), "O", 0.0, 0.1, 0.9)
 

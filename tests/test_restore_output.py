@@ -56,10 +56,10 @@ def test_keep_case_keeps_each_example_and_the_model_decides_the_rest() -> None:
     r = rule_restorer()
     kept = r.restore(SENTENCE, keep_case=True)
     assert kept == ("I bought an iPhone in the USA from McDonald and the U.S. army stop. "
-                    "Then it broke")
+                    "Then it broke.")
     assert r.restore(SENTENCE) == kept  # already cased: on by default
     assert r.restore(SENTENCE, keep_case=False) == (
-        "I bought an iphone in the usa from mcdonald and the u.s army stop. Then it broke")
+        "I bought an iphone in the usa from mcdonald and the u.s army stop. Then it broke.")
 
 
 def test_keep_case_leaves_the_model_input_and_marks_alone() -> None:
@@ -76,8 +76,8 @@ def test_keep_case_leaves_the_model_input_and_marks_alone() -> None:
 
 def test_all_caps_input_is_cased_by_the_model_unless_forced() -> None:
     r = rule_restorer()
-    assert r.restore("THE USA STOP THEN GO") == "The usa stop. Then go"
-    assert r.restore("THE USA STOP THEN GO", keep_case=True) == "THE USA STOP. THEN GO"
+    assert r.restore("THE USA STOP THEN GO") == "The usa stop. Then go."
+    assert r.restore("THE USA STOP THEN GO", keep_case=True) == "THE USA STOP. THEN GO."
 
 
 def test_keep_case_passes_symbols_and_nonspeech_through() -> None:
@@ -160,8 +160,8 @@ def test_jsonl_output_carries_the_same_scores() -> None:
 
 def test_restore_sentences() -> None:
     r = rule_restorer()
-    assert r.restore_sentences("go stop then go stop now") == ["Go stop.", "Then go stop.", "Now"]
-    assert r.restore_sentences(["a stop b", ""]) == [["A stop.", "B"], []]
+    assert r.restore_sentences("go stop then go stop now") == ["Go stop.", "Then go stop.", "Now."]
+    assert r.restore_sentences(["a stop b", ""]) == [["A stop.", "B."], []]
 
 
 # ----------------------------------------------------------------------------- progress

@@ -105,11 +105,11 @@ def test_srt_cues_break_at_sentence_ends_hand_checked() -> None:
     assert _restore("srt", min_seconds=0) == (
         "1\n00:00:00,000 --> 00:00:01,700\nA, b stop.\n\n"
         "2\n00:00:01,800 --> 00:00:02,800\nC d stop.\n\n"
-        "3\n00:00:02,900 --> 00:00:03,200\nE,\n\n")
+        "3\n00:00:02,900 --> 00:00:03,200\nE.\n\n")
     # the default minimum of 1 s: 'E,' (0.3 s) joins the sentence before it
     assert _restore("srt") == (
         "1\n00:00:00,000 --> 00:00:01,700\nA, b stop.\n\n"
-        "2\n00:00:01,800 --> 00:00:03,200\nC d stop. E,\n\n")
+        "2\n00:00:01,800 --> 00:00:03,200\nC d stop. E.\n\n")
 
 
 def test_vtt_and_cue_limits_hand_checked() -> None:
@@ -119,7 +119,7 @@ def test_vtt_and_cue_limits_hand_checked() -> None:
         "2\n00:00:01.400 --> 00:00:01.700\nstop.\n\n"
         "3\n00:00:01.800 --> 00:00:02.400\nC d\n\n"
         "4\n00:00:02.500 --> 00:00:02.800\nstop.\n\n"
-        "5\n00:00:02.900 --> 00:00:03.200\nE,\n\n")
+        "5\n00:00:02.900 --> 00:00:03.200\nE.\n\n")
     short = _restore("srt", max_seconds=1.0, min_seconds=0)
     assert short.startswith("1\n00:00:00,000 --> 00:00:00,400\nA,\n\n"
                             "2\n00:00:01,000 --> 00:00:01,700\nb stop.\n\n")
@@ -219,8 +219,8 @@ def test_a_short_document_is_one_short_cue_and_lines_break_at_a_comma() -> None:
 
 def test_jsonl_sentences() -> None:
     rec = json.loads(_restore("jsonl"))
-    assert rec["text"] == "A, b stop. C d stop. E,"
-    assert rec["sentences"] == ["A, b stop.", "C d stop.", "E,"]
+    assert rec["text"] == "A, b stop. C d stop. E."  # a final mark at the end
+    assert rec["sentences"] == ["A, b stop.", "C d stop.", "E."]
 
 
 def test_subtitles_need_times() -> None:

@@ -69,7 +69,7 @@ def bench(model: str, data_dir: str, backends: list[str], repeat: int = 1) -> li
                 for _ in range(1 + max(1, repeat))]  # the first is the warm-up
         pred = min(runs[1:], key=lambda p: p.seconds)
         marks, caps = decide(pred, seqs, system.label_set.labels, st.threshold, st.exclusive,
-                             st.combinations)
+                             st.combinations, st.constraints)
         hyp = hypothesis_rows(utts, seqs, marks, caps, system.label_set.labels)
         metrics = score_tables(utts, hyp, system.label_set)["all"]
         row: dict[str, Any] = {

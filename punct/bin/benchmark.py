@@ -114,7 +114,7 @@ def bench_system(exp_dir: str, data_dir: str, reps: int, device: torch.device,
                                  st.batch_size, st.bf16, st.aggregate, device,
                                  exclusive=st.exclusive)
             marks, caps = decide(pred, inputs, ls.labels, st.threshold, st.exclusive,
-                                 st.combinations)
+                                 st.combinations, st.constraints)
             decisions[name] = (marks, caps)
             decisions[f"{name}_one_mark"] = (keep_best_mark(marks, pred.punct), caps)
         return run

@@ -3,7 +3,8 @@
 
 Writes ``words.tsv`` (hypothesis word table), ``text`` (utt_id + restored text),
 ``probs.npz`` (per-word mark probabilities, and cap probabilities when modelled) and
-``decode.json`` (words/s, device, batch size, window, stride, ``cap_modelled``).
+``decode.json`` (words/s, device, batch size, window, stride, ``cap_modelled``,
+``constraints`` and the ``violations`` of the document rules counted on the output).
 """
 
 from __future__ import annotations
@@ -41,6 +42,9 @@ def build_parser() -> argparse.ArgumentParser:
                              "(default: decode.bf16)")
     parser.add_argument("--threshold", type=float, default=None,
                         help="decision threshold per mark (default: decode.threshold)")
+    parser.add_argument("--no-constraints", dest="constraints", action="store_false",
+                        default=None, help="decide word by word, without the document rules "
+                        "(default: decode.constraints)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     return parser
 
@@ -58,6 +62,7 @@ def run(args: argparse.Namespace) -> dict:
         predict_words,
     )
     from punct.labels import get_label_set
+    from punct.score.violations import count_violations
     from punct.wordtable import render_rows, write_word_table
 
     device = pick_device(args.device)
@@ -65,7 +70,8 @@ def run(args: argparse.Namespace) -> dict:
     cfg = exp.config
     st = decode_settings(cfg, device, window=args.window, stride=args.stride,
                          per_token=args.per_token, batch_size=args.batch_size,
-                         aggregate=args.aggregate, bf16=args.bf16, threshold=args.threshold)
+                         aggregate=args.aggregate, bf16=args.bf16, threshold=args.threshold,
+                         constraints=args.constraints)
     window, stride, batch_size = st.window, st.stride, st.batch_size
     aggregate, bf16, threshold = st.aggregate, st.bf16, st.threshold
     label_set = get_label_set(cfg["label_set"])
@@ -75,7 +81,7 @@ def run(args: argparse.Namespace) -> dict:
                          aggregate, device, progress=not args.quiet and sys.stderr.isatty(),
                          exclusive=st.exclusive)
     marks, caps = decide(pred, seqs, label_set.labels, threshold, st.exclusive,
-                         st.combinations)
+                         st.combinations, st.constraints)
     hyp = hypothesis_rows(utts, seqs, marks, caps, label_set.labels)
     out_dir = Path(args.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -94,7 +100,8 @@ def run(args: argparse.Namespace) -> dict:
                        aggregate, threshold, st.exclusive)
     info.update({"family": cfg["family"], "label_set": cfg["label_set"],
                  "exp_dir": str(args.exp_dir), "data_dir": str(args.data_dir),
-                 "checkpoint": args.checkpoint})
+                 "checkpoint": args.checkpoint, "constraints": st.constraints,
+                 "violations": count_violations(hyp.values())})
     (out_dir / "decode.json").write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
     return info
 

@@ -107,6 +107,10 @@ def build_parser(prog: str = "punct-restore") -> argparse.ArgumentParser:
     parser.add_argument("--bf16", choices=("auto", "on", "off"), default=None,
                         help="bf16 autocast (default: decode.bf16)")
     parser.add_argument("--threshold", type=float, default=None, help="mark threshold")
+    parser.add_argument("--no-constraints", dest="constraints", action="store_false",
+                        default=None, help="decide word by word, without the document rules "
+                        "(paired quotes, capitals after sentence ends, a final mark; "
+                        "default: decode.constraints)")
     parser.add_argument("--batch-words", type=int, default=2048,
                         help="decode once this many words wait (latency vs. throughput)")
     parser.add_argument("--block-words", type=int, default=512,
@@ -193,8 +197,9 @@ def run(args: argparse.Namespace) -> dict:
         args.exp_dir, device=args.device, backend=args.backend, checkpoint=args.checkpoint,
         verbose=args.verbose, window=args.window, stride=args.stride, per_token=args.per_token,
         batch_size=args.batch_size, aggregate=args.aggregate, bf16=args.bf16,
-        threshold=args.threshold, batch_words=args.batch_words, block_words=args.block_words,
-        context_words=args.context_words, nonspeech=args.nonspeech)
+        threshold=args.threshold, constraints=args.constraints, batch_words=args.batch_words,
+        block_words=args.block_words, context_words=args.context_words,
+        nonspeech=args.nonspeech)
     restorer, st, device = api.engine, api.settings, api.device
     speech = None
     if args.asr:

@@ -83,7 +83,7 @@ def sweep_system(exp_dir: str, data_dir: str, per_token: list[int], reps: int,
                                  st.batch_size, st.bf16, st.aggregate, device,
                                  exclusive=st.exclusive)
             decisions = decide(pred, seqs, ls.labels, st.threshold, st.exclusive,
-                               st.combinations)
+                               st.combinations, st.constraints)
             elapsed = time.perf_counter() - start
             if rep:
                 best[n] = min(best[n], elapsed)

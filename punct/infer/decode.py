@@ -10,7 +10,9 @@ exclusive label set (iwslt4, moro2) the argmax over O (one minus the marks'
 probabilities) and the marks; for a multi-label set a mark is predicted when its
 probability is at least its threshold (``decode.threshold``, 0.5, or the per-mark
 thresholds tuned on dev and stored in ``thresholds.json``); the capitalisation class by
-argmax.
+argmax. With ``decode.constraints`` (the default) each document then gets the best
+labelling that obeys the document rules (paired quotes and ¿/¡, a capital after a
+sentence end, a final mark at the end; ``punct.infer.constraints``).
 
 Families that do not model capitalisation (``Prediction.cap is None``, e.g. BRNN) get
 their cap column from a rule: FIRST_CAP at the start of an utterance and after a
@@ -36,6 +38,7 @@ from punct.data.windows import stride_for
 from punct.errors import MissingDataError, PunctInputError
 from punct.infer.aggregate import SlotAggregator
 from punct.infer.combinations import combination_matrix, constrained_marks
+from punct.infer.constraints import Edges, constrain, through_word
 from punct.infer.precision import resolve_bf16
 from punct.infer.transfer import batch_to_device, rows_at, to_device, to_numpy
 from punct.labels import CAP_LABELS, OPENING_LABELS, apply_cap, get_label_set
@@ -183,26 +186,33 @@ def exclusive_marks(punct: np.ndarray) -> np.ndarray:
 
 def decide(pred: WordPredictions, seqs: Sequence[WordSeq], labels: Sequence[str],
            threshold: float | Sequence[float] = 0.5, exclusive: bool = False,
-           combinations: Sequence[Sequence[str]] | None = None
-           ) -> tuple[np.ndarray, np.ndarray]:
+           combinations: Sequence[Sequence[str]] | None = None, constraints: bool = True,
+           edges: Edges | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Per-word decisions: marks (N, P) bool and cap indices (N,) into CAP_LABELS.
 
     ``exclusive``: argmax over O and the marks; otherwise each mark at or above its
     threshold (one value, or one per mark), or, with ``combinations`` (the sets of marks
-    a word may get), the best of those sets (``punct.infer.combinations``)."""
+    a word may get), the best of those sets (``punct.infer.combinations``).
+    ``constraints``: each document (sequence) gets the best labelling that obeys the
+    rules of ``punct.infer.doc_rules`` (``punct.infer.constraints``; ``edges``: where
+    the sequences are blocks of longer documents)."""
+    thr = np.asarray(threshold, dtype=np.float64)
+    allowed = None
     if exclusive:
         marks = exclusive_marks(pred.punct)
     else:
-        thr = np.asarray(threshold, dtype=np.float64)
         if thr.ndim and thr.shape != (pred.punct.shape[1],):
             raise ValueError(f"{thr.shape[0]} thresholds for {pred.punct.shape[1]} marks")
         if combinations is not None:
-            marks = constrained_marks(pred.punct, thr, combination_matrix(combinations, labels))
+            allowed = combination_matrix(combinations, labels)
+            marks = constrained_marks(pred.punct, thr, allowed)
         else:
             marks = pred.punct >= thr
-    if pred.cap is not None:
-        return marks, row_argmax(pred.cap)
-    return marks, rule_caps(marks, seqs, labels)
+    caps = None if pred.cap is None else row_argmax(pred.cap)
+    if constraints:
+        marks, caps = constrain(marks, caps, pred.punct, pred.cap, seqs, labels, thr,
+                                exclusive, allowed, edges)
+    return marks, rule_caps(marks, seqs, labels) if caps is None else caps
 
 
 def keep_best_mark(marks: np.ndarray, punct: np.ndarray) -> np.ndarray:
@@ -216,7 +226,8 @@ def keep_best_mark(marks: np.ndarray, punct: np.ndarray) -> np.ndarray:
 
 
 def rule_caps(marks: np.ndarray, seqs: Sequence[WordSeq], labels: Sequence[str]) -> np.ndarray:
-    """FIRST_CAP at utterance start and after a sentence-final mark, else O."""
+    """FIRST_CAP at utterance start and after a sentence-final mark, else O; pass-through
+    words (``punct.infer.symbols``, written as they came) leave the capital to the next."""
     final = np.array([lab in SENTENCE_FINAL for lab in labels], dtype=bool)
     n = marks.shape[0]
     caps = np.zeros(n, dtype=np.int64)
@@ -227,11 +238,17 @@ def rule_caps(marks: np.ndarray, seqs: Sequence[WordSeq], labels: Sequence[str])
     np.add.at(edges, offsets, 1)
     np.add.at(edges, offsets + lens, -1)
     inside = np.cumsum(edges[:-1]) > 0  # words of some utterance
-    after_final = np.zeros(n, dtype=bool)
-    after_final[1:] = marks[:-1][:, final].any(axis=1)
     first_cap = CAP_LABELS.index("FIRST_CAP")
-    caps[inside & after_final] = first_cap
-    caps[offsets] = first_cap
+    through = np.zeros(n, dtype=bool)
+    seq_of = np.full(n, -1, dtype=np.int64)
+    for k, seq in enumerate(seqs):
+        seq_of[seq.offset:seq.offset + len(seq)] = k
+        through[seq.offset:seq.offset + len(seq)] = [through_word(w) for w in seq.words]
+    keep = np.flatnonzero(inside & ~through)  # the words the rule cases, in order
+    sid = seq_of[keep]
+    starts = np.ones(len(keep), dtype=bool)
+    starts[1:] = (sid[1:] != sid[:-1]) | marks[keep[:-1]][:, final].any(axis=1)
+    caps[keep[starts]] = first_cap
     return caps
 
 
@@ -358,6 +375,7 @@ class DecodeSettings:
     threshold: float | tuple[float, ...]
     exclusive: bool = False
     combinations: tuple[tuple[str, ...], ...] | None = None  # None: any set of marks
+    constraints: bool = True  # document rules (``punct.infer.constraints``)
 
     @property
     def per_token(self) -> float:
@@ -369,7 +387,8 @@ def decode_settings(config: dict[str, Any], device: torch.device | str = "cpu", 
                     window: int | None = None, stride: int | None = None,
                     per_token: int | None = None, batch_size: int | None = None,
                     aggregate: str | None = None, bf16: bool | str | None = None,
-                    threshold: float | None = None) -> DecodeSettings:
+                    threshold: float | None = None, constraints: bool | None = None
+                    ) -> DecodeSettings:
     """The config's ``decode`` section with explicit overrides (None = keep the config's).
 
     ``per_token`` N sets ``stride = window // N`` (``punct.data.windows.stride_for``) and
@@ -405,5 +424,6 @@ def decode_settings(config: dict[str, Any], device: torch.device | str = "cpu", 
     combos = dec.get("combinations")
     allowed = (tuple(tuple(c) for c in combos)
                if isinstance(combos, list) and not label_set.exclusive else None)
+    rules = bool(dec.get("constraints", True)) if constraints is None else constraints
     return DecodeSettings(int(window), int(stride), size, mode, use_bf16, thr,
-                          label_set.exclusive, allowed)
+                          label_set.exclusive, allowed, rules)

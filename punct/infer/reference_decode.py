@@ -17,6 +17,7 @@ import torch
 
 from punct.data.windows import batched
 from punct.infer.aggregate import Aggregator
+from punct.infer.constraints import through_word
 from punct.infer.decode import SENTENCE_FINAL, WordPredictions
 from punct.infer.precision import resolve_bf16
 from punct.labels import CAP_LABELS
@@ -70,13 +71,17 @@ def reference_predict_words(model: PunctModel, featurizer: Featurizer, seqs: Seq
 def reference_rule_caps(marks: np.ndarray, seqs: Sequence[WordSeq], labels: Sequence[str]
                         ) -> np.ndarray:
     """The casing rule word by word: FIRST_CAP at utterance start and after a
-    sentence-final mark, else O."""
+    sentence-final mark, else O; pass-through words leave the capital to the next."""
     final = np.array([lab in SENTENCE_FINAL for lab in labels], dtype=bool)
     caps = np.zeros(marks.shape[0], dtype=np.int64)
     first_cap = CAP_LABELS.index("FIRST_CAP")
     for seq in seqs:
-        for i in range(len(seq)):
+        start = True
+        for i, word in enumerate(seq.words):
+            if through_word(word):
+                continue
             g = seq.offset + i
-            if i == 0 or marks[g - 1][final].any():
+            if start:
                 caps[g] = first_cap
+            start = bool(marks[g][final].any())
     return caps

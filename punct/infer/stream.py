@@ -18,6 +18,10 @@ Non-speech tokens (``InputWord.nonspeech``: ``<breath>``, ``[noise]`` of the act
 ``punct.infer.symbols``) travel with the words but are not shown to the model: each
 comes out at its position as a row of its own, written exactly as it came in, with no
 mark and no capital; the words around it are punctuated as if it were not there.
+
+The document rules (``punct.infer.doc_rules``: paired quotes, a capital after a sentence
+end, a final mark at the end) hold across blocks: each block starts in the state the
+previous one ended in, and only the last block must end with a final mark.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from punct.infer.constraints import Edges
 from punct.infer.decode import DecodeSettings, decide, ordered_marks, predict_words
 from punct.infer.symbols import is_nonspeech_word, is_passthrough
 from punct.labels import CAP_LABELS, LabelSet, apply_cap
@@ -108,6 +113,7 @@ class Restorer:
             raise ValueError("context_words must be >= 0")
         self.seconds = 0.0
         self.words_done = 0
+        self._carry: dict[str, int] = {}  # document rules' state at a block cut
 
     # -- public
     def restore(self, docs: Iterable[Document]) -> Iterator[Segment]:
@@ -152,6 +158,7 @@ class Restorer:
         seqs: list[WordSeq] = []
         offset = 0
         slots: list[dict[int, int]] = []  # per unit: word index -> model position
+        spans: list[tuple[int, int, bool, bool]] = []  # per seq: own words, document edges
         for unit in units:
             speech = [i for i, w in enumerate(unit.words) if not w.nonspeech]
             slots.append({i: k for k, i in enumerate(speech)})
@@ -166,6 +173,9 @@ class Restorer:
                                np.zeros((n, n_labels), dtype=np.float32),
                                np.zeros(n, dtype=np.int64), offset, unit.lang, times=times)
             seqs.append(unit.seq)
+            lo, hi = unit.keep
+            spans.append((sum(i < lo for i in speech), sum(i < hi for i in speech),
+                          unit.first, unit.last))
             offset += n
         marks = caps = pred = None
         if seqs:
@@ -175,7 +185,8 @@ class Restorer:
                                  exclusive=st.exclusive)
             self.seconds += pred.seconds
             marks, caps = decide(pred, seqs, self.label_set.labels, st.threshold,
-                                 st.exclusive, st.combinations)
+                                 st.exclusive, st.combinations, st.constraints,
+                                 Edges(spans, self._carry))
         for unit, slot in zip(units, slots, strict=True):
             rows: list[WordRow] = []
             probs: list[dict[str, float] | None] = []

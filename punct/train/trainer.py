@@ -133,7 +133,7 @@ def evaluate(model: PunctModel, featurizer: Featurizer, config: dict[str, Any],
                          batch_size=st.batch_size, bf16=st.bf16, aggregate=st.aggregate,
                          device=device, exclusive=st.exclusive)
     marks, caps = decide(pred, dev_seqs, labels, st.threshold, st.exclusive,
-                         st.combinations)
+                         st.combinations, st.constraints)
     out: dict[str, float | None] = {
         "dev_loss": _mean_loss(model, featurizer, dev_loss_windows,
                                int(config["train"]["batch_size"]), device)
