@@ -164,6 +164,10 @@ def test_auto_picks_bf16_where_native(exported: Path, monkeypatch: pytest.Monkey
     monkeypatch.setenv(NATIVE_BF16_ENV, "1")  # AVX512-BF16/AMX
     r = Restorer.from_pretrained(exported, device="cpu")
     assert r.backend == "torch" and r.settings.bf16 is True
+    # a system whose config turns bf16 off keeps fp32 torch where bf16 is native
+    system = load_system(exported)
+    system.config["decode"]["bf16"] = "off"
+    assert choose_backend(system, "cpu", "off").backend == "torch"
     monkeypatch.delenv(NATIVE_BF16_ENV)
     monkeypatch.setattr("punct.infer.precision.cpu_flags", lambda *a: {"avx2", "amx_bf16"})
     assert Restorer.from_pretrained(exported, device="cpu").settings.bf16 is True

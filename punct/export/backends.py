@@ -6,7 +6,7 @@ Backends: ``torch`` (fp32, or bf16 autocast where the decode settings say so),
 ``model.int8.onnx``) and ``auto``:
 
 - on a GPU, or on a CPU with native bf16 (``punct.infer.precision``), or with an explicit
-  precision: ``torch`` (bf16 where the precision setting resolves to it);
+  precision: ``torch`` (bf16 where the precision setting resolves to it, as before);
 - on a CPU without native bf16: the fastest backend that the system's *backend record*
   (``backends.json`` beside the weights, written by ``punct-export --check-backends`` or
   stage 7) found within ``F1_TOLERANCE`` micro-F1 points of torch fp32 on a dev set, and
@@ -32,7 +32,7 @@ from punct.export.onnx_backend import OnnxModel
 from punct.export.onnx_export import INT8_FILE, ONNX_FILE
 from punct.export.system import WEIGHTS_FILE, System
 from punct.infer.int8 import quantize_int8
-from punct.infer.precision import resolve_bf16
+from punct.infer.precision import bf16_supported, resolve_bf16
 from punct.models.base import PunctModel
 
 BACKENDS = ("auto", "torch", "torch-int8", "onnx", "onnx-int8")
@@ -149,8 +149,10 @@ def choose_backend(system: System, device: torch.device | str, bf16: bool | str 
         return Choice("torch", f"{device.type} device")
     if explicit_precision:
         return Choice("torch", "explicit precision")
+    if bf16_supported(device):  # int8 is for CPUs without native bf16 only
+        return Choice("torch", "native bf16")
     if resolve_bf16(bf16, device):
-        return Choice("torch", "bf16")
+        return Choice("torch", "bf16 asked for")
     record = read_record(system, checkpoint)
     if record is None:
         say_once(f"punct: backend auto: fp32 (safe): this CPU has no native bf16 and "
