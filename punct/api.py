@@ -47,7 +47,6 @@ from punct.labels import CANONICAL, OPENING_LABELS
 from punct.wordtable import WordRow, render_rows
 
 PRECISIONS = {"auto": "auto", "fp32": "off", "bf16": "on"}
-BACKENDS = ("torch", "onnx", "onnx-int8")
 
 
 @dataclass(frozen=True)
@@ -83,35 +82,36 @@ class Restorer:
     """A trained system ready to restore text, timed words or a stream of documents."""
 
     def __init__(self, system: System, *, device: str | torch.device = "auto",
-                 precision: str | None = None, backend: str = "torch",
+                 precision: str | None = None, backend: str = "auto", checkpoint: str = "best",
                  batch_words: int = 2048, block_words: int = 512,
                  context_words: int | None = None,
                  nonspeech: NonSpeechMap | str | None = None, **decode: Any):
+        from punct.export.backends import backend_model, check_backend, choose_backend
         from punct.infer.decode import decode_settings, pick_device
         from punct.infer.stream import Restorer as Engine
 
         if precision is not None and precision not in PRECISIONS:
             raise ValueError(f"precision must be one of {sorted(PRECISIONS)}, got {precision!r}")
-        if backend not in BACKENDS:
-            raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+        check_backend(backend)
         if system.streams:
             raise PunctInputError(
                 f"{system.source} needs acoustic feature streams {list(system.streams)}, which "
                 "restore does not compute; decode a data dir with punct.bin.decode instead")
         self.system = system
         self.device = pick_device(str(device))
-        model = system.model
-        if backend != "torch":
-            from punct.export.onnx_backend import OnnxModel
-
-            model = OnnxModel.from_system(system, int8=backend == "onnx-int8")
-            self.device = torch.device("cpu")
-        self.backend = backend
         bf16 = decode.pop("bf16", None)
         if precision is not None:
             bf16 = PRECISIONS[precision]
+        if backend == "auto":  # bf16 where native, else what the backend record allows
+            explicit = bf16 is not None and str(bf16).lower() != "auto"
+            setting = (system.config.get("decode") or {}).get("bf16", False)
+            backend = choose_backend(system, self.device, setting if bf16 is None else bf16,
+                                     explicit, checkpoint).backend
+        model = backend_model(system, backend)
         if backend != "torch":
+            self.device = torch.device("cpu")
             bf16 = "off"
+        self.backend = backend
         # per-mark thresholds: ``decode.thresholds`` of the loaded config (thresholds.json)
         self.settings = settings = decode_settings(system.config, self.device, bf16=bf16,
                                                    **decode)
@@ -123,14 +123,18 @@ class Restorer:
 
     @classmethod
     def from_pretrained(cls, path_or_hub_id: str | Path, *, device: str = "auto",
-                        precision: str | None = None, backend: str = "torch",
+                        precision: str | None = None, backend: str = "auto",
                         checkpoint: str = "best", revision: str | None = None,
                         verbose: bool = False, **options: Any) -> Restorer:
         """Load an experiment dir (``exp/X``), an exported dir (``punct-export``) or a Hub
         id (needs ``huggingface_hub``). ``precision``: None (the system's ``decode.bf16``),
         ``auto`` (bf16 where the hardware has it), ``fp32`` or ``bf16``; ``backend``:
-        ``torch``, ``onnx`` or ``onnx-int8`` (onnxruntime on an exported dir with
-        ``model.onnx`` / ``model.int8.onnx``). Other options:
+        ``auto`` (the default: bf16 where the hardware has it, else the fastest backend
+        that the system's ``backends.json`` found within 0.5 micro-F1 of fp32, else
+        fp32; ``punct.export.backends``), ``torch``, ``torch-int8`` (dynamic int8 Linear
+        layers, CPU), ``onnx`` or ``onnx-int8`` (onnxruntime on an exported dir with
+        ``model.onnx`` / ``model.int8.onnx``); ``Restorer.backend`` says which runs.
+        Other options:
         ``window``, ``stride``, ``per_token``, ``batch_size``, ``aggregate``,
         ``threshold``, ``constraints`` (False: no document rules), ``batch_words``,
         ``block_words``, ``context_words`` (see docs/RESTORE.md)."""
@@ -139,7 +143,8 @@ class Restorer:
 
         set_loading_verbosity(verbose)
         system = load_system(path_or_hub_id, pick_device(device), checkpoint, revision)
-        return cls(system, device=device, precision=precision, backend=backend, **options)
+        return cls(system, device=device, precision=precision, backend=backend,
+                   checkpoint=checkpoint, **options)
 
     # ------------------------------------------------------------------ public API
     def restore(self, text: str | Sequence[str], *, keep_case: bool | None = None

@@ -375,6 +375,7 @@ if [ -n "$export_dir" ] && stage_begin 7 "export the best system on $dev_set to 
   done
   python -m punct.bin.export_best --exp-dir exp --systems "$candidates" --dev-set "$dev_set" \
     --out "$export_dir" --train-dir "data/$train_set" \
+    --dev-dir "data/$dev_set" --num-threads "$num_threads" \
     ${export_train_data:+--train-data "$export_train_data"}
   stage_end 7 export
   log "Model: $PWD/$export_dir (punct-restore --model $PWD/$export_dir)"

@@ -45,12 +45,17 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--no-constraints", dest="constraints", action="store_false",
                         default=None, help="decide word by word, without the document rules "
                         "(default: decode.constraints)")
+    parser.add_argument("--backend", choices=("torch", "torch-int8", "auto"), default="torch",
+                        help="torch-int8: dynamic int8 Linear layers (CPU); auto: bf16 where "
+                        "native, else int8 where the exp dir's backends.json allows it")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     return parser
 
 
 def run(args: argparse.Namespace) -> dict:
     """Decode and write the outputs; return the decode record."""
+    import torch
+
     from punct.data.sequences import load_data_dir
     from punct.infer.decode import (
         decide,
@@ -75,9 +80,21 @@ def run(args: argparse.Namespace) -> dict:
     window, stride, batch_size = st.window, st.stride, st.batch_size
     aggregate, bf16, threshold = st.aggregate, st.bf16, st.threshold
     label_set = get_label_set(cfg["label_set"])
+    model, backend = exp.model, args.backend
+    if backend != "torch":
+        from punct.export.backends import backend_model, choose_backend
+        from punct.export.system import System
+
+        system = System(cfg, exp.featurizer, exp.model, label_set, None, Path(args.exp_dir),
+                        exported=False)
+        if backend == "auto":
+            backend = choose_backend(system, device, args.bf16 or cfg.get("decode", {}).get(
+                "bf16", False), args.bf16 not in (None, "auto"), args.checkpoint).backend
+        if backend != "torch":
+            model, device, bf16 = backend_model(system, backend), torch.device("cpu"), False
     utts, seqs = load_data_dir(args.data_dir, label_set,
                                cfg["featurizer"].get("streams") or ())
-    pred = predict_words(exp.model, exp.featurizer, seqs, window, stride, batch_size, bf16,
+    pred = predict_words(model, exp.featurizer, seqs, window, stride, batch_size, bf16,
                          aggregate, device, progress=not args.quiet and sys.stderr.isatty(),
                          exclusive=st.exclusive)
     marks, caps = decide(pred, seqs, label_set.labels, threshold, st.exclusive,
@@ -101,7 +118,7 @@ def run(args: argparse.Namespace) -> dict:
     info.update({"family": cfg["family"], "label_set": cfg["label_set"],
                  "exp_dir": str(args.exp_dir), "data_dir": str(args.data_dir),
                  "checkpoint": args.checkpoint, "constraints": st.constraints,
-                 "violations": count_violations(hyp.values())})
+                 "violations": count_violations(hyp.values()), "backend": backend})
     (out_dir / "decode.json").write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
     return info
 

@@ -1,18 +1,24 @@
 """Export a trained system to a self-contained directory (Hugging Face Hub layout).
 
-  punct-export --exp-dir exp/X --out DIR [--onnx] [--train-data TEXT]
+  punct-export --exp-dir exp/X --out DIR [--onnx [--quantize]] [--train-data TEXT]
+      [--check-backends --dev-dir data/dev]
 
 DIR gets config.json (family, label set, decision rule, per-mark thresholds, decode
 settings), model.safetensors, featurizer/ (tokenizer files, vocabulary, ...) and a
 README.md model card with the scores of the experiment's scores.json files. ``--onnx``
 also writes model.onnx (transformer and BRNN families) for ``--backend onnx``.
+``--check-backends`` decodes ``--dev-dir`` with torch fp32, torch int8 and the ONNX models
+written, and records in DIR/backends.json which keep micro-F1 within 0.5 of fp32 and how
+fast each ran: ``--backend auto`` reads it on CPUs without native bf16.
 Load it with ``Restorer.from_pretrained(DIR)`` or ``punct-restore --model DIR``.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
+from pathlib import Path
 
 from punct.errors import PunctInputError, report_error
 from punct.extras import require
@@ -30,8 +36,29 @@ def build_parser(prog: str = "punct-export") -> argparse.ArgumentParser:
     parser.add_argument("--onnx", action="store_true", help="also write model.onnx")
     parser.add_argument("--quantize", action="store_true",
                         help="with --onnx: also write model.int8.onnx (dynamic int8)")
+    parser.add_argument("--check-backends", action="store_true",
+                        help="measure the backends on --dev-dir and write DIR/backends.json")
+    parser.add_argument("--dev-dir", default=None, help="data dir for --check-backends")
+    parser.add_argument("--num-threads", type=int, default=None,
+                        help="threads for --check-backends")
     parser.add_argument("--verbose", action="store_true", help="show loading progress bars")
     return parser
+
+
+def record_backends(out: Path, dev_dir: str, num_threads: int | None = None) -> None:
+    """Check the backends of the exported ``out`` on ``dev_dir`` (``backends.json``) and
+    say which stay within the F1 tolerance."""
+    from punct.export.measure import check_backends
+    from punct.train.env import cpu_model, set_num_threads
+
+    set_num_threads(num_threads)
+    path = check_backends(out, dev_dir, cpu_model())
+    record = json.loads(path.read_text(encoding="utf-8"))
+    rows = ", ".join(f"{r['backend']} {r['micro_f1']:.2f} ({r['speedup']:.2f}x)"
+                     for r in record["backends"])
+    ok = ", ".join(record["within_tolerance"]) or "none"
+    print(f"export: backends on {dev_dir}: {rows}; within {record['tolerance']} micro-F1 "
+          f"of fp32: {ok} -> {path}", file=sys.stderr)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -40,6 +67,8 @@ def main(argv: list[str] | None = None) -> int:
     from punct.infer.quiet import set_loading_verbosity
 
     set_loading_verbosity(args.verbose)
+    if args.check_backends and not args.dev_dir:
+        build_parser().error("--check-backends needs --dev-dir")
     try:
         if args.onnx:  # the optional extras first, before anything is written
             require("onnx", "onnx", "punct-export --onnx")
@@ -51,6 +80,8 @@ def main(argv: list[str] | None = None) -> int:
             from punct.export.onnx_export import export_onnx
 
             export_onnx(out, quantize=args.quantize)
+        if args.check_backends:
+            record_backends(out, args.dev_dir, args.num_threads)
     except (PunctInputError, ValueError, KeyError, FileExistsError, ImportError) as err:
         return report_error("export", err)
     print(f"export: {args.exp_dir} -> {out}", file=sys.stderr)

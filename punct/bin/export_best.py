@@ -7,7 +7,10 @@ Ranks the systems by micro-F1 on ``exp/<system>/decode_<dev-set>/scores.json`` (
 exports the best with ``punct-export`` into ``--out`` (replacing an earlier export) and
 writes its model card: training data, the ranking on dev, the training record (time,
 epochs, device, CPU, precision) and every scored set. Load the result with
-``punct-restore --model OUT`` or ``Restorer.from_pretrained(OUT)``.
+``punct-restore --model OUT`` or ``Restorer.from_pretrained(OUT)``. With ``--dev-dir``
+(the dev set's data dir) the export's backends are checked on it too (``backends.json``:
+which of torch int8 and the ONNX models keep micro-F1 within 0.5 of fp32, for
+``--backend auto`` on CPUs without native bf16; ``punct-export --check-backends``).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from punct.bin.export import record_backends
 from punct.errors import PunctInputError, report_error
 from punct.export.hub import export_hub
 from punct.export.select import best_on_dev, training_facts
@@ -34,6 +38,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--train-data", default=None, help="training data, for the model card")
     p.add_argument("--train-dir", type=Path, default=None,
                    help="the training data dir: its words and utterances go into the card")
+    p.add_argument("--dev-dir", type=Path, default=None,
+                   help="the dev set's data dir: check the export's backends on it")
+    p.add_argument("--num-threads", type=int, default=None, help="threads for the check")
     return p
 
 
@@ -60,7 +67,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                  "training": training_facts(args.exp_dir / best.system)}
         export_hub(args.exp_dir / best.system, args.out, train_data=train_data,
                    overwrite=True, card_facts=facts)
-    except PunctInputError as err:
+        if args.dev_dir is not None:
+            record_backends(args.out, str(args.dev_dir), args.num_threads)
+    except (PunctInputError, ValueError) as err:
         return report_error("export_best", err)
     others = ", ".join(f"{c.system} {100 * c.micro_f1:.1f}" for c in ranked[1:]) or "none"
     print(f"export_best: {best.system} (dev {args.dev_set} micro-F1 {100 * best.micro_f1:.1f}; "

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, BinaryIO, TextIO
 
 from punct.data.nonspeech import add_nonspeech_option
 from punct.errors import MissingDataError, PunctInputError, report_error
+from punct.export.backends import BACKENDS
 from punct.infer.asr import RECOGNIZERS, SpeechInput, make_recognizer
 from punct.infer.progress import InputShare, ProgressBar
 from punct.train.env import set_num_threads
@@ -52,9 +53,12 @@ def build_parser(prog: str = "punct-restore") -> argparse.ArgumentParser:
                         help="input files ('-' = stdin; default: stdin)")
     parser.add_argument("--exp-dir", "--model", required=True,
                         help="experiment dir, exported dir (punct-export) or Hub id")
-    parser.add_argument("--backend", choices=("torch", "onnx", "onnx-int8"), default="torch",
-                        help="onnx, onnx-int8: onnxruntime on an exported dir with model.onnx "
-                        "(punct-export --onnx [--quantize])")
+    parser.add_argument("--backend", choices=BACKENDS, default="auto",
+                        help="auto (default): bf16 where the CPU/GPU has it, else the fastest "
+                        "backend the system's backends.json found within 0.5 micro-F1 of "
+                        "fp32 (punct-export --check-backends), else fp32; torch-int8: "
+                        "dynamic int8 Linear layers (CPU); onnx, onnx-int8: onnxruntime on "
+                        "an exported dir with model.onnx (punct-export --onnx [--quantize])")
     parser.add_argument("-o", "--output", default="-", help="output file ('-' = stdout)")
     parser.add_argument("--input-format",
                         choices=("text", "ctm", "textgrid", "jsonl", "srt", "vtt", "kaldi",
@@ -234,7 +238,8 @@ def run(args: argparse.Namespace) -> dict:
             "kept_case": None if keeper is None else keeper.documents_kept,
             "audio_seconds": speech.audio_seconds if speech is not None else None,
             "seconds": time.perf_counter() - start, "model_seconds": restorer.seconds,
-            "device": str(device), "window": st.window, "stride": st.stride, "bf16": st.bf16}
+            "device": str(device), "window": st.window, "stride": st.stride, "bf16": st.bf16,
+            "backend": api.backend}
 
 
 def _input_bytes(args: argparse.Namespace) -> int | None:
@@ -272,7 +277,8 @@ def main(argv: list[str] | None = None) -> int:
         rate = info["words"] / info["seconds"] if info["seconds"] > 0 else 0.0
         print(f"restore: {info['documents']} documents, {info['words']} words in "
               f"{info['seconds']:.2f}s ({rate:.0f} words/s, {info['device']}, window "
-              f"{info['window']}, stride {info['stride']}, bf16 {info['bf16']})",
+              f"{info['window']}, stride {info['stride']}, bf16 {info['bf16']}, "
+              f"backend {info['backend']})",
               file=sys.stderr)
         if info["kept_case"]:
             print(f"restore: words with internal or all capitals kept as written in "
