@@ -14,9 +14,9 @@ from punct.config import resolve_config
 from punct.infer.decode import DecodeSettings, WordPredictions, decide, decode_settings
 from punct.infer.doc_rules import VIOLATIONS
 from punct.infer.stream import Document, InputWord, Restorer
+from punct.infer.violations import count_violations
 from punct.labels import CAP_LABELS, apply_cap, get_label_set
 from punct.models.base import Prediction, PunctModel, WordSeq
-from punct.score.violations import count_violations
 
 FULL = get_label_set("full13")
 IWSLT = get_label_set("iwslt4")

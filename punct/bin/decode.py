@@ -66,8 +66,8 @@ def run(args: argparse.Namespace) -> dict:
         pick_device,
         predict_words,
     )
+    from punct.infer.violations import count_violations
     from punct.labels import get_label_set
-    from punct.score.violations import count_violations
     from punct.wordtable import render_rows, write_word_table
 
     device = pick_device(args.device)
