@@ -6,7 +6,7 @@ import itertools
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from punct.atomic import atomic_open
+from punct.atomic import atomic_open, atomic_write_text
 from punct.errors import MissingDataError, PunctInputError
 from punct.wordtable import (
     WordRow,
@@ -103,6 +103,33 @@ def spk2utt_from_utt2spk(utt2spk: Mapping[str, str]) -> dict[str, str]:
     for utt in c_sorted(utt2spk):
         groups.setdefault(utt2spk[utt], []).append(utt)
     return {spk: " ".join(utts) for spk, utts in groups.items()}
+
+
+#: A data dir whose utterances are cut out of a longer stream (fixed-size blocks of a
+#: talk) holds this file: an utterance's end is not a document's end, so decoding does
+#: not require a sentence-final mark there (``punct.infer.constraints``).
+MID_STREAM_FILE = "mid_stream"
+
+#: Files that describe how a data dir is scored and decoded; sets derived from it (its
+#: ASR condition, a rendered copy) carry them over.
+SET_MARKERS = ("score_label_set", MID_STREAM_FILE)
+
+
+def ends_mid_stream(data_dir: str | Path) -> bool:
+    """Whether the utterances of ``data_dir`` end mid-stream (see ``MID_STREAM_FILE``)."""
+    return (Path(data_dir) / MID_STREAM_FILE).is_file()
+
+
+def mark_mid_stream(data_dir: str | Path, why: str) -> None:
+    """Mark ``data_dir``'s utterances as cuts of a longer stream (``why``: one line)."""
+    atomic_write_text(Path(data_dir) / MID_STREAM_FILE, why.strip() + "\n")
+
+
+def copy_set_markers(src: str | Path, dst: str | Path) -> None:
+    """Carry ``SET_MARKERS`` of the data dir ``src`` over to ``dst`` (where present)."""
+    for name in SET_MARKERS:
+        if (Path(src) / name).is_file():
+            atomic_write_text(Path(dst) / name, (Path(src) / name).read_text(encoding="utf-8"))
 
 
 def write_word_dir(data_dir: str | Path, words: Mapping[str, Sequence[WordRow]],

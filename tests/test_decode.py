@@ -333,3 +333,33 @@ def test_decode_cli_per_token(tiny_exp: tuple[Path, Path], tmp_path: Path) -> No
     assert rc == 0
     info = json.loads((out / "decode.json").read_text())
     assert info["window"] == 6 and info["stride"] == 2 and info["bf16"] is False
+
+
+def test_mid_stream_sets_need_no_final_mark(tiny_exp: tuple[Path, Path], tmp_path: Path) -> None:
+    """A data dir cut out of a stream (``mid_stream``, e.g. IWSLT's 1000-word blocks):
+    an utterance's end is no document's end, so no final mark is forced there."""
+    import shutil
+
+    from punct.kaldi import ends_mid_stream, mark_mid_stream
+
+    exp, data = tiny_exp
+    cut = tmp_path / "cut"
+    shutil.copytree(data, cut)
+    mark_mid_stream(cut, "blocks of a stream")
+    assert ends_mid_stream(cut) and not ends_mid_stream(data)
+    runs = {}
+    for name, where, extra in (("whole", data, []), ("cut", cut, []),
+                               ("free", data, ["--no-constraints"])):
+        out = tmp_path / name
+        assert decode_cli.main(["--exp-dir", str(exp), "--data-dir", str(where), "--out-dir",
+                                str(out), "--num-threads", "1", "--quiet", *extra]) == 0
+        runs[name] = (read_word_table(out / "words.tsv"),
+                      json.loads((out / "decode.json").read_text()))
+    final = {"PERIOD", "QUESTION"}
+    whole, cut_rows, free = runs["whole"][0], runs["cut"][0], runs["free"][0]
+    assert all(final & set(rows[-1].punct) for rows in whole.values())
+    assert cut_rows == free  # iwslt4, casing by rule: only the final-mark rule applied
+    assert any(not final & set(rows[-1].punct) for rows in free.values())
+    assert runs["cut"][1]["mid_stream"] and not runs["whole"][1]["mid_stream"]
+    assert runs["cut"][1]["violations"]["no_final_mark"] == 0
+    assert runs["free"][1]["violations"]["no_final_mark"] > 0

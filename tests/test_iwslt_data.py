@@ -21,7 +21,7 @@ from punct.data.iwslt import (
     split_clitic,
 )
 from punct.errors import MissingDataError, PunctInputError
-from punct.kaldi import read_kv, validate_data_dir
+from punct.kaldi import ends_mid_stream, read_kv, validate_data_dir
 from punct.labels import Token, get_label_set
 from punct.wordtable import read_word_table
 
@@ -233,6 +233,7 @@ def test_prepare_fallback_split(tmp_path: Path) -> None:
         assert validate_data_dir(data / name)["utterances"] >= 1
         assert (data / name / "score_label_set").read_text().strip() == label_set
         assert set(read_kv(data / name / "utt2lang").values()) == {"en"}
+        assert ends_mid_stream(data / name)  # blocks of the talks' word stream
     full = read_word_table(data / "test2011_full" / "words.tsv")
     assert list(full) == ["tst2011_11-000", "tst2011_11-001", "tst2011_11-002", "tst2011_7-000"]
     assert read_kv(data / "test2011_full" / "utt2spk")["tst2011_11-001"] == "tst2011_11"
@@ -270,6 +271,7 @@ def test_prepare_asr_condition_when_present(tmp_path: Path) -> None:
     assert [(r.word, r.punct) for r in rows] == [
         ("a", ()), ("b", ("COMMA",)), ("see", ("QUESTION",)), ("d", ()), ("e", ("PERIOD",))]
     assert (data / "test2011asr" / "score_label_set").read_text().strip() == "iwslt4"
+    assert ends_mid_stream(data / "test2011asr")
     assert validate_data_dir(data / "test2011asr")["utterances"] == 1
     info = json.loads((data / "test2011asr" / "prep.json").read_text())
     assert info["label_counts"] == {"O": 2, "COMMA": 1, "QUESTION": 1, "PERIOD": 1}

@@ -48,6 +48,7 @@ def make_data_dir(root: Path, texts: dict[str, str] = TEXTS) -> Path:
     write_word_table(data / "words.tsv", {u: rows_of(u, t) for u, t in texts.items()})
     (data / "utt2lang").write_text("".join(f"{u} en\n" for u in texts), encoding="utf-8")
     (data / "score_label_set").write_text("iwslt4\n", encoding="utf-8")
+    (data / "mid_stream").write_text("blocks\n", encoding="utf-8")
     return data
 
 
@@ -101,6 +102,7 @@ def test_render_writes_a_data_dir_with_16k_audio_and_resumes(tmp_path: Path) -> 
     assert read_kv(out / "utt2lang") == {"utt1": "en", "utt2": "en"}
     assert read_kv(out / "utt2spk") == {"utt1": "utt1", "utt2": "utt2"}
     assert (out / "score_label_set").read_text() == "iwslt4\n"
+    assert (out / "mid_stream").read_text() == "blocks\n"  # the set's markers carried over
     ref, table = read_word_table(data / "words.tsv"), read_word_table(out / "words.tsv")
     assert table == {u: ref[u] for u in ("utt1", "utt2")}
     assert read_kv(out / "text")["utt1"] == render_rows(ref["utt1"])

@@ -38,6 +38,7 @@ from punct.data.word_align import EditCounts
 from punct.errors import MissingDataError, PunctInputError
 from punct.kaldi import (
     c_sorted,
+    copy_set_markers,
     read_kv,
     read_segments,
     read_wav_scp,
@@ -149,6 +150,7 @@ def build_asr_set(data_dir: Path, out_dir: Path, recognizer: Recognizer,
     write_kv(out_dir / "spk2utt", spk2utt_from_utt2spk(utt2spk))
     if (data_dir / "utt2lang").is_file():
         write_kv(out_dir / "utt2lang", _subset_kv(data_dir / "utt2lang", utts))
+    copy_set_markers(data_dir, out_dir)
     segments = data_dir / "segments"
     if segments.is_file():
         segs = read_segments(segments)

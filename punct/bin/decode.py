@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from punct.atomic import atomic_write_text
 from punct.errors import PunctInputError, report_error
 from punct.train.env import set_num_threads
 
@@ -57,6 +58,7 @@ def run(args: argparse.Namespace) -> dict:
     import torch
 
     from punct.data.sequences import load_data_dir
+    from punct.infer.constraints import Edges
     from punct.infer.decode import (
         decide,
         decode_info,
@@ -67,6 +69,7 @@ def run(args: argparse.Namespace) -> dict:
         predict_words,
     )
     from punct.infer.violations import count_violations
+    from punct.kaldi import ends_mid_stream
     from punct.labels import get_label_set
     from punct.wordtable import render_rows, write_word_table
 
@@ -97,15 +100,17 @@ def run(args: argparse.Namespace) -> dict:
     pred = predict_words(model, exp.featurizer, seqs, window, stride, batch_size, bf16,
                          aggregate, device, progress=not args.quiet and sys.stderr.isatty(),
                          exclusive=st.exclusive)
+    # utterances cut out of a stream do not end a document: no final mark required there
+    mid_stream = ends_mid_stream(args.data_dir)
+    edges = Edges([(0, len(s), True, False) for s in seqs]) if mid_stream else None
     marks, caps = decide(pred, seqs, label_set.labels, threshold, st.exclusive,
-                         st.combinations, st.constraints)
+                         st.combinations, st.constraints, edges=edges)
     hyp = hypothesis_rows(utts, seqs, marks, caps, label_set.labels)
     out_dir = Path(args.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     write_word_table(out_dir / "words.tsv", hyp)
-    with open(out_dir / "text", "w", encoding="utf-8") as f:
-        for utt_id, rows in hyp.items():
-            f.write(f"{utt_id} {render_rows(rows)}\n")
+    atomic_write_text(out_dir / "text",
+                      "".join(f"{utt_id} {render_rows(rows)}\n" for utt_id, rows in hyp.items()))
     arrays = {"punct": pred.punct.astype(np.float32), "labels": np.array(label_set.labels),
               "utt_ids": np.array([s.utt_id for s in seqs]),
               "offsets": np.array([s.offset for s in seqs], dtype=np.int64)}
@@ -118,8 +123,9 @@ def run(args: argparse.Namespace) -> dict:
     info.update({"family": cfg["family"], "label_set": cfg["label_set"],
                  "exp_dir": str(args.exp_dir), "data_dir": str(args.data_dir),
                  "checkpoint": args.checkpoint, "constraints": st.constraints,
-                 "violations": count_violations(hyp.values()), "backend": backend})
-    (out_dir / "decode.json").write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
+                 "violations": count_violations(hyp.values(), ends=not mid_stream),
+                 "mid_stream": mid_stream, "backend": backend})
+    atomic_write_text(out_dir / "decode.json", json.dumps(info, indent=2) + "\n")
     return info
 
 

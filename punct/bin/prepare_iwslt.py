@@ -40,7 +40,7 @@ from punct.data.iwslt import (
     word_rows,
 )
 from punct.errors import MissingDataError, PunctInputError
-from punct.kaldi import validate_data_dir, write_word_dir
+from punct.kaldi import mark_mid_stream, validate_data_dir, write_word_dir
 from punct.wordtable import WordRow
 
 XML_NAME = "IWSLT12.TED.MT.tst2011.en-fr.en.xml"
@@ -89,6 +89,8 @@ class Preparer:
         write_word_dir(out, words, {u: spk for u, (spk, _) in docs.items()},
                        dict.fromkeys(docs, "en"))
         (out / "score_label_set").write_text(label_set + "\n", encoding="utf-8")
+        mark_mid_stream(out, f"pseudo-documents of {self.doc_words} words cut from the "
+                        "talks' word stream")
         all_words = [w for _, ws in docs.values() for w in ws]
         info = {**info, "doc_words": self.doc_words, "utterances": len(docs),
                 "words": len(all_words), "label_counts": label_counts(all_words),

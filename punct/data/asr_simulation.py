@@ -29,7 +29,7 @@ from punct.data.confusable import load_neighbours
 from punct.data.projection import project_utterance
 from punct.data.word_align import EditCounts
 from punct.errors import PunctInputError
-from punct.kaldi import read_kv, spk2utt_from_utt2spk, write_kv
+from punct.kaldi import copy_set_markers, read_kv, spk2utt_from_utt2spk, write_kv
 from punct.wordtable import WordRow, read_word_table, render_rows, write_word_table
 
 DEFAULT_SHARES = (0.6, 0.25, 0.15)
@@ -79,6 +79,7 @@ def simulate_asr_set(data_dir: Path, train_dir: Path, out_dir: Path, target_wer:
             write_kv(out_dir / name, read_kv(data_dir / name))
     if (data_dir / "utt2spk").is_file():
         write_kv(out_dir / "spk2utt", spk2utt_from_utt2spk(read_kv(data_dir / "utt2spk")))
+    copy_set_markers(data_dir, out_dir)
     summary: dict[str, object] = {
         "recognizer": "simulated", "target_wer": target_wer, "shares": list(shares),
         "substitutes": source, "seed": seed, "utterances": len(ref), **total.as_dict(),

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import time
 import zlib
 from collections.abc import Callable, Mapping, Sequence
@@ -45,7 +44,7 @@ import numpy as np
 from punct.atomic import atomic_path, atomic_write_text
 from punct.errors import PunctInputError
 from punct.extras import require
-from punct.kaldi import read_utt2lang, spk2utt_from_utt2spk, write_kv
+from punct.kaldi import copy_set_markers, read_utt2lang, spk2utt_from_utt2spk, write_kv
 from punct.labels import CANONICAL, OPENING_LABELS
 from punct.synth.espeak import Engine, EspeakError, get_engine
 from punct.synth.resample import resample_int16
@@ -263,8 +262,7 @@ def render_set(data_dir: Path, out_dir: Path, seed: int = 1,
     write_kv(out_dir / "text", {u: render_rows(table[u]) for u in utts})
     write_word_table(out_dir / "words.tsv", {
         u: [r.with_timing(None, None, None) for r in table[u]] for u in utts})
-    if (data_dir / "score_label_set").is_file():
-        shutil.copyfile(data_dir / "score_label_set", out_dir / "score_label_set")
+    copy_set_markers(data_dir, out_dir)
     return {"utterances": len(utts), "rendered": rendered, "skipped": skipped,
             "words": sum(len(table[u]) for u in utts), "rendered_words": words,
             "audio_seconds": round(audio_s, 3), "render_seconds": round(render_s, 3)}
