@@ -93,6 +93,11 @@ class TrainSection:
     stride: int = 64
     early_stopping: str = "micro_f1"  # micro_f1 | loss
     max_steps_per_epoch: int | None = None
+    # on CUDA: this batch size, every learning rate scaled by gpu_batch_size / batch_size
+    # (the linear scaling rule; punct.train.batching.device_batch); None: batch_size
+    gpu_batch_size: int | None = None
+    # batches collated ahead in a background thread (0: in the training loop)
+    prefetch_batches: int = 2
     tune_thresholds: bool = True  # per-mark thresholds on dev (multi-label sets)
     # each epoch after the first cuts every training utterance at a random word below
     # train.stride, so windows start elsewhere and words get new contexts (text only)

@@ -57,6 +57,7 @@ from punct.models.base import Featurizer, PunctModel, Registry, Window
 from punct.models.checkpoint import load_checkpoint
 from punct.models.marks import model_pos_weight
 from punct.score.metrics import score_tables
+from punct.train.batching import device_batch, prefetched
 from punct.train.byte_dropout import apply_dropout_masks
 from punct.train.checkpoint import (
     BEST,
@@ -100,8 +101,12 @@ class Logger:
 
 
 def _to_device(batch: dict[str, torch.Tensor], device: torch.device) -> dict[str, torch.Tensor]:
+    """The batch on ``device``: from pinned memory without blocking on CUDA."""
     if device.type == "cpu":
         return batch
+    if device.type == "cuda":
+        return {key: value.pin_memory().to(device, non_blocking=True)
+                for key, value in batch.items()}
     return {key: value.to(device) for key, value in batch.items()}
 
 
@@ -306,7 +311,14 @@ class _Run:
         self.dev_loss_windows = featurizer.windows(self.dev_seqs, window, window)
         if not self.train_windows:
             raise PunctInputError("the training set gives no windows", train_dir / "words.tsv")
-        self.batch_size = int(self.tcfg["batch_size"])
+        self.batch_size, lr_scale = device_batch(int(self.tcfg["batch_size"]),
+                                                 self.tcfg.get("gpu_batch_size"),
+                                                 self.device.type)
+        if lr_scale != 1.0:
+            for group in self.optimizer.param_groups:
+                group["lr"] *= lr_scale
+            self.log(f"train.gpu_batch_size: batches of {self.batch_size} on "
+                     f"{self.device.type}, learning rates x{lr_scale:g}")
         steps = math.ceil(len(self.train_windows) / self.batch_size)
         if self.tcfg.get("max_steps_per_epoch"):
             steps = min(steps, int(self.tcfg["max_steps_per_epoch"]))
@@ -408,13 +420,18 @@ class _Run:
         return state
 
     # -- one step --------------------------------------------------------------------
-    def _step(self, chunk: list[int], epoch: int) -> StepReduction:
+    def _batch(self, chunk: list[int]) -> dict[str, torch.Tensor] | None:
+        """This process' share of a step's windows, collated on the device (None: none)."""
         mine = shard(chunk, self.dist.rank, self.dist.world_size)
+        if not mine:
+            return None
+        return _to_device(self.featurizer.collate([self.train_windows[i] for i in mine]),
+                          self.device)
+
+    def _step(self, batch: dict[str, torch.Tensor] | None, epoch: int) -> StepReduction:
         self.optimizer.zero_grad(set_to_none=True)
         loss_value, weight, nonfinite = 0.0, 0.0, False
-        if mine:
-            batch = _to_device(self.featurizer.collate([self.train_windows[i] for i in mine]),
-                               self.device)
+        if batch is not None:
             with torch.autocast(self.device.type, dtype=self.autocast or torch.float32,
                                 enabled=self.autocast is not None):
                 loss = self.model.loss(batch)
@@ -547,10 +564,12 @@ class _Run:
         bar = tqdm(total=self.steps_per_epoch, initial=state.step, desc=f"epoch {epoch}",
                    unit="step", disable=not self.progress, leave=False)
         last_note = e0
-        for index, chunk in enumerate(batched(order, self.batch_size)):
-            if index < state.step:
-                continue  # done before the run was interrupted
-            reduced = self._step(chunk, epoch)
+        todo = [(index, chunk) for index, chunk in enumerate(batched(order, self.batch_size))
+                if index >= state.step]  # the steps done before an interruption are skipped
+        ahead = int(self.tcfg.get("prefetch_batches", 2) or 0)
+        for index, chunk, batch in prefetched(
+                ((i, c, self._batch(c)) for i, c in todo), ahead):
+            reduced = self._step(batch, epoch)
             state.loss_sum += reduced.loss * len(chunk)
             state.seen += len(chunk)
             state.step = index + 1
