@@ -96,8 +96,10 @@ class TrainSection:
     # on CUDA: this batch size, every learning rate scaled by gpu_batch_size / batch_size
     # (the linear scaling rule; punct.train.batching.device_batch); None: batch_size
     gpu_batch_size: int | None = None
-    # batches collated ahead in a background thread (0: in the training loop)
-    prefetch_batches: int = 2
+    # batches collated ahead in a background thread (0: in the training loop; None: 2 on
+    # CUDA, where the device would wait for Python, 0 on the CPU, where the thread would
+    # compete with the model for the same cores)
+    prefetch_batches: int | None = None
     tune_thresholds: bool = True  # per-mark thresholds on dev (multi-label sets)
     # each epoch after the first cuts every training utterance at a random word below
     # train.stride, so windows start elsewhere and words get new contexts (text only)

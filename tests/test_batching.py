@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from punct.train.batching import device_batch, prefetched
+from punct.train.batching import device_batch, prefetch_depth, prefetched
 
 
 def test_prefetched_yields_everything_in_order_from_another_thread() -> None:
@@ -57,3 +57,27 @@ def test_device_batch_scales_learning_rates_linearly_on_cuda_only() -> None:
     assert device_batch(8, 64, "cpu") == (8, 1.0)
     assert device_batch(8, None, "cuda") == (8, 1.0)
     assert device_batch(32, 16, "cuda") == (16, 0.5)
+
+
+def test_prefetch_by_default_where_the_device_would_wait() -> None:
+    assert prefetch_depth(None, "cuda") == 2 and prefetch_depth(None, "cpu") == 0
+    assert prefetch_depth(3, "cpu") == 3 and prefetch_depth(-1, "cuda") == 0
+
+
+def test_seeded_training_is_the_same_with_and_without_prefetching(tmp_path) -> None:
+    import torch
+    from helpers.trainset import TINY, make_set
+
+    from punct.config import resolve_config
+    from punct.train.trainer import train_experiment
+
+    make_set(tmp_path / "train", 60, 1)
+    make_set(tmp_path / "dev", 10, 2)
+    states = []
+    for depth in (0, 2):
+        cfg = resolve_config(TINY, [f"train.prefetch_batches={depth}", "train.epochs=2"])
+        exp = tmp_path / f"exp{depth}"
+        train_experiment(cfg, tmp_path / "train", tmp_path / "dev", exp, threads=1, quiet=True)
+        states.append(torch.load(exp / "last.pt", weights_only=False)["model"])
+    assert states[0].keys() == states[1].keys()
+    assert all(torch.equal(states[0][k], states[1][k]) for k in states[0])

@@ -30,6 +30,7 @@ from punct.infer.aggregate import Aggregator
 from punct.infer.combinations import combination_matrix
 from punct.infer.decode import decode_settings, exclusive_marks, load_experiment
 from punct.infer.precision import resolve_precision
+from punct.kaldi import mark_mid_stream
 from punct.labels import get_label_set
 from punct.models.marks import MarkObjective, class_weights
 from punct.train.optim import lr_factor
@@ -148,6 +149,8 @@ def make_set(path: Path, n: int, seed: int) -> None:
         utts[uid] = rows
     path.mkdir(parents=True, exist_ok=True)
     write_word_table(path / "words.tsv", utts)
+    # random word strings whose last word has no final mark: blocks cut out of a stream
+    mark_mid_stream(path, "random word strings, not whole documents")
 
 
 @pytest.fixture(scope="module")

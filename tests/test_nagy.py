@@ -14,6 +14,7 @@ from torch import nn
 from punct.config import load_config, resolve_config
 from punct.errors import PunctInputError
 from punct.infer.decode import load_experiment, predict_words
+from punct.kaldi import mark_mid_stream
 from punct.models.base import Registry
 from punct.models.nagy import NagyModel, make_featurizer, make_model
 from punct.models.subword.featurizer import SubwordFeaturizer
@@ -41,6 +42,8 @@ def write_set(path: Path, n: int, seed: int) -> None:
                      for i, w in enumerate(words)]
     path.mkdir(parents=True, exist_ok=True)
     write_word_table(path / "words.tsv", utts)
+    # random word strings whose last word has no final mark: blocks cut out of a stream
+    mark_mid_stream(path, "random word strings, not whole documents")
 
 
 def test_registered_and_slot_on_last_piece(tiny_dir: Path, tmp_path: Path) -> None:

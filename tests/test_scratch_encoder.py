@@ -21,6 +21,7 @@ from punct.data.tokens import WordPieces, train_sentencepiece
 from punct.errors import MissingDataError, PunctInputError
 from punct.export.system import load_system
 from punct.infer.decode import predict_words
+from punct.kaldi import mark_mid_stream
 from punct.labels import get_label_set
 from punct.models.base import WordSeq
 from punct.models.encoders import load_encoder, load_tokenizer
@@ -61,6 +62,8 @@ def write_set(path: Path, n: int, seed: int) -> None:
                      for i, w in enumerate(words)]
     path.mkdir(parents=True, exist_ok=True)
     write_word_table(path / "words.tsv", utts)
+    # random word strings whose last word has no final mark: blocks cut out of a stream
+    mark_mid_stream(path, "random word strings, not whole documents")
 
 
 def word_seq(words: list[str]) -> WordSeq:

@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> dict:
     import torch
 
     from punct.data.sequences import load_data_dir
-    from punct.infer.constraints import Edges
+    from punct.infer.constraints import data_dir_edges
     from punct.infer.decode import (
         decide,
         decode_info,
@@ -102,7 +102,7 @@ def run(args: argparse.Namespace) -> dict:
                          exclusive=st.exclusive)
     # utterances cut out of a stream do not end a document: no final mark required there
     mid_stream = ends_mid_stream(args.data_dir)
-    edges = Edges([(0, len(s), True, False) for s in seqs]) if mid_stream else None
+    edges = data_dir_edges(seqs, mid_stream)
     marks, caps = decide(pred, seqs, label_set.labels, threshold, st.exclusive,
                          st.combinations, st.constraints, edges=edges)
     hyp = hypothesis_rows(utts, seqs, marks, caps, label_set.labels)

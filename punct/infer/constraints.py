@@ -60,6 +60,12 @@ class Edges:
     carry: dict[str, int] = field(default_factory=dict)
 
 
+def data_dir_edges(seqs: Sequence[WordSeq], mid_stream: bool) -> Edges | None:
+    """The edges of a data dir's utterances: None (each a whole document), or, for a set
+    cut out of a stream (``punct.kaldi.ends_mid_stream``), documents that do not end."""
+    return Edges([(0, len(s), True, False) for s in seqs]) if mid_stream else None
+
+
 @dataclass(frozen=True)
 class _Candidates:
     """Candidate mark sets of one word: ``sets`` (K, P) over ``cols`` (the columns they

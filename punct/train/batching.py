@@ -1,11 +1,12 @@
 """Feeding the training loop: batches prepared ahead in a thread, the batch size per device.
 
-:func:`prefetched` runs the collation of the next batches (``Featurizer.collate`` and the
-copy to the device, pinned and non-blocking on CUDA) in a background thread, at most
-``depth`` batches ahead, so the model never waits for Python between steps; exceptions
-reach the training loop, and leaving the loop early (pre-emption) stops the thread.
-Collation draws no random numbers, so a seeded training gives the same weights with and
-without it.
+:func:`prefetched` (``train.prefetch_batches``; by default on CUDA only) runs the
+collation of the next batches (``Featurizer.collate`` and the copy to the device, pinned
+and non-blocking on CUDA) in a background thread, at most ``depth`` batches ahead, so the
+device never waits for Python between steps; exceptions reach the training loop, and
+leaving the loop early (pre-emption) stops the thread. On the CPU the thread would take
+cores from the model, so it is off there unless asked for. Collation draws no random
+numbers, so a seeded training gives the same weights with and without it.
 
 :func:`device_batch` applies ``train.gpu_batch_size``: on CUDA that batch size, with every
 learning rate scaled by ``gpu_batch_size / batch_size`` (the linear scaling rule of
@@ -68,6 +69,13 @@ def prefetched(items: Iterable[T], depth: int = 2) -> Iterator[T]:
     finally:
         stop.set()
         worker.join()
+
+
+def prefetch_depth(setting: int | None, device_type: str) -> int:
+    """``train.prefetch_batches`` for ``device_type`` (None: 2 on CUDA, 0 on the CPU)."""
+    if setting is None:
+        return 2 if device_type == "cuda" else 0
+    return max(0, int(setting))
 
 
 def device_batch(batch_size: int, gpu_batch_size: int | None, device_type: str

@@ -50,14 +50,16 @@ from punct.data.sequences import cut_seq, load_data_dir, rows_to_seq
 from punct.data.windows import batched
 from punct.errors import MissingDataError, PunctInputError
 from punct.infer.combinations import combination_matrix, seen_combinations
+from punct.infer.constraints import data_dir_edges
 from punct.infer.decode import decide, decode_settings, hypothesis_rows, predict_words
 from punct.infer.precision import autocast_dtype, resolve_precision
+from punct.kaldi import ends_mid_stream
 from punct.labels import LabelSet, get_label_set
 from punct.models.base import Featurizer, PunctModel, Registry, Window
 from punct.models.checkpoint import load_checkpoint
 from punct.models.marks import model_pos_weight
 from punct.score.metrics import score_tables
-from punct.train.batching import device_batch, prefetched
+from punct.train.batching import device_batch, prefetch_depth, prefetched
 from punct.train.byte_dropout import apply_dropout_masks
 from punct.train.checkpoint import (
     BEST,
@@ -129,8 +131,10 @@ def _mean_loss(model: PunctModel, featurizer: Featurizer, windows: list[Window],
 
 def evaluate(model: PunctModel, featurizer: Featurizer, config: dict[str, Any],
              dev_utts: dict[str, Any], dev_seqs: list[Any], dev_loss_windows: list[Window],
-             device: torch.device | str = "cpu") -> dict[str, float | None]:
-    """Dev loss and dev micro-F1 (decoded with the shared decoder and decode settings)."""
+             device: torch.device | str = "cpu", mid_stream: bool = False
+             ) -> dict[str, float | None]:
+    """Dev loss and dev micro-F1 (decoded with the shared decoder and decode settings, as
+    stage 6 decodes the set: ``mid_stream``, its utterances are cut out of a stream)."""
     device = torch.device(device)
     labels = get_label_set(config["label_set"]).labels
     st = decode_settings(config, device)
@@ -138,7 +142,8 @@ def evaluate(model: PunctModel, featurizer: Featurizer, config: dict[str, Any],
                          batch_size=st.batch_size, bf16=st.bf16, aggregate=st.aggregate,
                          device=device, exclusive=st.exclusive)
     marks, caps = decide(pred, dev_seqs, labels, st.threshold, st.exclusive,
-                         st.combinations, st.constraints)
+                         st.combinations, st.constraints,
+                         edges=data_dir_edges(dev_seqs, mid_stream))
     out: dict[str, float | None] = {
         "dev_loss": _mean_loss(model, featurizer, dev_loss_windows,
                                int(config["train"]["batch_size"]), device)
@@ -278,6 +283,7 @@ class _Run:
         streams = config["featurizer"].get("streams") or ()
         train_utts, self.train_seqs = load_data_dir(train_dir, label_set, streams)
         self.dev_utts, self.dev_seqs = load_data_dir(dev_dir, label_set, streams)
+        self.dev_mid_stream = ends_mid_stream(dev_dir)
         if init_dir is not None:
             featurizer = family.load_featurizer(init_dir / "featurizer", config)
         else:
@@ -566,7 +572,7 @@ class _Run:
         last_note = e0
         todo = [(index, chunk) for index, chunk in enumerate(batched(order, self.batch_size))
                 if index >= state.step]  # the steps done before an interruption are skipped
-        ahead = int(self.tcfg.get("prefetch_batches", 2) or 0)
+        ahead = prefetch_depth(self.tcfg.get("prefetch_batches"), self.device.type)
         for index, chunk, batch in prefetched(
                 ((i, c, self._batch(c)) for i, c in todo), ahead):
             reduced = self._step(batch, epoch)
@@ -599,7 +605,7 @@ class _Run:
     def _end_epoch(self, state: _Progress, e0: float) -> bool:
         """Rank 0: evaluate, log, keep the best model; True when training should stop."""
         dev = evaluate(self.model, self.featurizer, self.config, self.dev_utts, self.dev_seqs,
-                       self.dev_loss_windows, self.device)
+                       self.dev_loss_windows, self.device, self.dev_mid_stream)
         record = {"epoch": state.epoch, "train_loss": state.loss_sum / max(state.seen, 1),
                   **dev, "lr": self.optimizer.param_groups[0]["lr"],
                   "seconds": round(time.perf_counter() - e0, 3)}
