@@ -14,7 +14,7 @@ __all__ = ["Restorer", "Word", "__version__"]
 
 def __getattr__(name: str) -> Any:
     if name in ("Restorer", "Word"):
-        from punct import api
+        from punct import api  # heavy, not needed by every command: the API (torch)
 
         return getattr(api, name)
     raise AttributeError(f"module 'punct' has no attribute {name!r}")

@@ -37,10 +37,16 @@ import torch
 
 from punct.data.nonspeech import NonSpeechMap, load_nonspeech_map
 from punct.errors import PunctInputError
+from punct.export.backends import backend_model, check_backend, choose_backend
 from punct.export.system import System, load_system
+from punct.infer.asr import SpeechInput, make_recognizer
 from punct.infer.casing import CaseKeeper
+from punct.infer.decode import decode_settings, pick_device
+from punct.infer.inputs import read_jsonl
+from punct.infer.quiet import set_loading_verbosity
 from punct.infer.scores import confidence
 from punct.infer.stream import Document, InputWord, Segment, plain_words
+from punct.infer.stream import Restorer as Engine
 from punct.infer.subtitles import sentences
 from punct.infer.symbols import SymbolTally, cased_input, split_words, tally
 from punct.labels import CANONICAL, OPENING_LABELS
@@ -86,10 +92,6 @@ class Restorer:
                  batch_words: int = 2048, block_words: int = 512,
                  context_words: int | None = None,
                  nonspeech: NonSpeechMap | str | None = None, **decode: Any):
-        from punct.export.backends import backend_model, check_backend, choose_backend
-        from punct.infer.decode import decode_settings, pick_device
-        from punct.infer.stream import Restorer as Engine
-
         if precision is not None and precision not in PRECISIONS:
             raise ValueError(f"precision must be one of {sorted(PRECISIONS)}, got {precision!r}")
         check_backend(backend)
@@ -138,9 +140,6 @@ class Restorer:
         ``window``, ``stride``, ``per_token``, ``batch_size``, ``aggregate``,
         ``threshold``, ``constraints`` (False: no document rules), ``batch_words``,
         ``block_words``, ``context_words`` (see docs/RESTORE.md)."""
-        from punct.infer.decode import pick_device
-        from punct.infer.quiet import set_loading_verbosity
-
         set_loading_verbosity(verbose)
         system = load_system(path_or_hub_id, pick_device(device), checkpoint, revision)
         return cls(system, device=device, precision=precision, backend=backend,
@@ -210,8 +209,6 @@ class Restorer:
         segmentation (``./setup.sh --with-espnet``); ``asr="ctc"``: the wav2vec2/MMS CTC
         model ``asr_model`` (a directory or a Hugging Face id), greedy, timed by its
         frames. One path gives its words; a list gives a list per file."""
-        from punct.infer.asr import SpeechInput, make_recognizer  # optional recognisers
-
         single = isinstance(audio, str | Path)
         paths = [audio] if single else list(audio)
         name = asr or ("espnet" if asr_model is not None else "pocketsphinx")
@@ -272,8 +269,6 @@ class Restorer:
 
     @staticmethod
     def _read_jsonl(record: dict[str, Any]) -> Document:
-        from punct.infer.inputs import read_jsonl
-
         line = json.dumps(record, ensure_ascii=False).encode("utf-8") + b"\n"
         doc = next(read_jsonl(io.BytesIO(line), "<words>"))
         doc.words = list(doc.words)

@@ -44,17 +44,14 @@ PRIVATE_ALLOWED: set[tuple[str, str, str]] = set()
 
 #: Modules that import parts of the package inside functions, and why (optional or heavy).
 LAZY_ALLOWED = {
+    # upward too (UPWARD_ALLOWED): at the top it would close an import circle
     "punct": "punct.api (torch) loads on first use of Restorer: `import punct` stays light",
-    "punct.api": "the torch engine or the optional ONNX backend, whichever the caller picks",
-    "punct.export.system": "the torch engine, only when a checkpoint is exported",
-    "punct.bin.decode": "the torch engine after argument parsing (fast --help, usage errors)",
-    "punct.bin.sweep": "the torch engine after argument parsing (fast --help, usage errors)",
-    "punct.bin.benchmark": "the torch engine and the optional HF pipeline, after parsing",
-    "punct.bin.restore": "the engine and the optional input/output formats actually used",
-    "punct.bin.export": "the optional ONNX exporter and the hub writer, after parsing",
-    "punct.bin.bench_backends": "the torch engine and the optional ONNX backend, after parsing",
-    "punct.bin.bench_engine": "the torch engine and the tokenizer builder, after parsing",
 }
+
+#: Imports of any module inside functions: at most this many, each with its reason on the
+#: same line (optional extras stay late, so that the wheel alone runs its commands).
+MAX_LATE_IMPORTS = 15
+LATE_REASONS = ("# optional extra: ", "# heavy, not needed by every command: ")
 
 
 @dataclass(frozen=True)
@@ -202,6 +199,34 @@ def test_package_imports_sit_at_the_top(graph: list[Import]) -> None:
                      "LAZY_ALLOWED with why):\n" + "\n".join(bad))
 
 
+def late_imports(path: Path) -> list[tuple[int, str]]:
+    """(line number, first source line) of every import statement inside a function."""
+    text = path.read_text(encoding="utf-8")
+    lines = text.splitlines()
+    found: list[tuple[int, str]] = []
+
+    def visit(node: ast.AST, inside: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            if inside and isinstance(child, (ast.Import, ast.ImportFrom)):
+                found.append((child.lineno, lines[child.lineno - 1].strip()))
+            visit(child, inside or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)))
+
+    visit(ast.parse(text), False)
+    return found
+
+
+def test_few_imports_inside_functions_each_with_its_reason() -> None:
+    late = [f"{path.relative_to(ROOT)}:{line}: {source}" for path in sorted(PACKAGE.rglob("*.py"))
+            for line, source in late_imports(path)]
+    assert len(late) <= MAX_LATE_IMPORTS, (
+        f"{len(late)} imports inside functions (at most {MAX_LATE_IMPORTS}; move core ones "
+        "to the top):\n" + "\n".join(late))
+    bad = [entry for entry in late if not any(reason in entry for reason in LATE_REASONS)]
+    assert not bad, ("imports inside functions without their reason on the line "
+                     f"({' or '.join(repr(r + '...') for r in LATE_REASONS)}):\n"
+                     + "\n".join(bad))
+
+
 def test_tests_do_not_import_tests_and_helpers_stay_out_of_the_package() -> None:
     bad = []
     for path in sorted((ROOT / "tests").rglob("*.py")):
@@ -227,3 +252,4 @@ def test_checker_sees_upward_private_and_lazy_imports(tmp_path: Path) -> None:
         ("punct.infer.decode", ("decide",), False), ("punct.models.base", ("_hidden",), False),
         ("punct.data.windows", (), True)]
     assert [is_upward(i) for i in imps] == [True, False, False]
+    assert late_imports(path) == [(4, "import punct.data.windows")]

@@ -107,7 +107,8 @@ def test_help_lists_the_driver_options() -> None:
     out = proc.stdout
     assert out.startswith("Usage: ./run.sh [--corpus NAME|all]")
     assert "--corpus all    every recipe whose data is present" in out
-    for option in ("--stage 0", "--stop-stage 7", "--export-dir", "--baseline-systems", "--report-layouts"):
+    for option in ("--stage 0", "--stop-stage 7", "--export-dir", "--baseline-systems",
+                   "--report-layouts"):
         assert option in out
 
 

@@ -110,6 +110,7 @@ def _capture(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Any, list[WordSeq]]]
 
     monkeypatch.setattr(punct.infer.decode, "predict_words", recording)
     monkeypatch.setattr(punct.infer.stream, "predict_words", recording)
+    monkeypatch.setattr(decode_cli, "predict_words", recording)
     return seen
 
 

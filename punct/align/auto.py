@@ -21,6 +21,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from punct.align.base import (
     Aligner,
     AlignRequest,
@@ -48,8 +50,6 @@ def _chain(value: object) -> tuple[str, ...]:
 
 def read_table(path: str | Path) -> tuple[tuple[str, ...], dict[str, tuple[str, ...]]]:
     """(default chain, {language: chain}) from a YAML table; names are checked."""
-    import yaml
-
     path = Path(path)
     if not path.is_file():
         raise MissingDataError("aligner table not found", path)

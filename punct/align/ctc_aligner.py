@@ -29,18 +29,16 @@ import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
+import torch
 
 from punct.align.base import Aligner, AlignRequest, AlignResult, check_plausible
 from punct.align.ctc import CtcAlignError, CtcPath, viterbi, word_spans
 from punct.data.timed import TimedWord
 from punct.errors import MissingDataError, PunctInputError
 from punct.extras import require
-
-if TYPE_CHECKING:
-    import torch
 
 
 @dataclass(frozen=True)
@@ -85,7 +83,10 @@ class CtcModel:
     """A CTC acoustic model with its vocabulary; :meth:`emissions` gives log-probs."""
 
     def __init__(self, name_or_path: str, device: str = "cpu"):
-        from transformers import AutoModelForCTC, AutoProcessor
+        from transformers import (  # heavy, not needed by every command: the CTC model (~3 s)
+            AutoModelForCTC,
+            AutoProcessor,
+        )
 
         if not name_or_path:
             raise MissingDataError("the ctc aligner needs a model: --ctc-model "
@@ -120,16 +121,12 @@ class CtcModel:
 
     def n_frames(self, n_samples: int) -> int:
         """Frames the model gives for ``n_samples`` input samples."""
-        import torch
-
         length = self.model._get_feat_extract_output_lengths(torch.tensor(n_samples))
         return int(length)
 
     def emissions(self, samples: np.ndarray, chunk_seconds: float = 20.0,
                   context_seconds: float = 1.0) -> torch.Tensor:
         """(T, V) float32 log-probs of mono ``samples`` (at ``sample_rate``), windowed."""
-        import torch
-
         with torch.inference_mode():
             return self._emissions(torch, samples, chunk_seconds, context_seconds)
 

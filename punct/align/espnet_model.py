@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
 import yaml
 
 from punct.align.espnet_env import import_espnet2
@@ -141,8 +142,6 @@ class EspnetAsr:
 
     def transcribe(self, samples: np.ndarray, rate: int) -> list[str]:
         """The best hypothesis' words of mono ``samples`` at ``rate`` Hz."""
-        import torch  # (already loaded with espnet2)
-
         x = resample(samples, rate, self.sample_rate)
         with torch.inference_mode():
             results = self.speech2text(torch.from_numpy(x))

@@ -126,7 +126,7 @@ def syllable_nuclei(
     config: NucleiConfig = NucleiConfig(),
 ) -> np.ndarray:
     """Frame indices of likely syllable nuclei inside ``speech`` (a frame mask)."""
-    from scipy.signal import find_peaks
+    from scipy.signal import find_peaks  # optional extra: scipy (align)
 
     band = frame_log_energy(samples, rate, VadConfig(low_hz=config.low_hz,
                                                      high_hz=config.high_hz))

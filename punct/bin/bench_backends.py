@@ -20,7 +20,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import torch
+
 from punct.errors import PunctInputError, report_error
+from punct.export.measure import measure_backends
+from punct.export.system import load_system
+from punct.infer.precision import cpu_flags
 from punct.train.env import cpu_model, set_num_threads
 
 DEFAULT = "torch-fp32,torch-bf16,torch-int8,onnx-fp32,onnx-int8"
@@ -45,10 +50,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 def machine() -> dict[str, Any]:
     """The CPU model, its speed-relevant flags and the threads in use."""
-    import torch
-
-    from punct.infer.precision import cpu_flags
-
     flags = cpu_flags()
     return {"cpu": cpu_model(), "cpu_flags": [f for f in SPEED_FLAGS if f in flags],
             "threads": torch.get_num_threads()}
@@ -71,9 +72,6 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         set_num_threads(args.num_threads)
-        from punct.export.measure import measure_backends
-        from punct.export.system import load_system
-
         info = machine()
         system = load_system(args.model, "cpu")
         rows = measure_backends(system, args.data_dir, args.backends.split(","), args.repeat)

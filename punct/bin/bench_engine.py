@@ -20,13 +20,29 @@ prints where the engine's time goes (cProfile, top functions by own time).
 from __future__ import annotations
 
 import argparse
+import cProfile
 import json
+import pstats
 import sys
 import tempfile
 import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
+
+import numpy as np
+import torch
+from transformers import BertTokenizerFast
+
+from punct.config import resolve_config
+from punct.data.iwslt import blocks, parse_che_tsv, word_rows
+from punct.data.sequences import table_to_seqs
+from punct.data.windows import stride_for
+from punct.infer.decode import decide, predict_words
+from punct.infer.reference_decode import reference_predict_words, reference_rule_caps
+from punct.labels import get_label_set
+from punct.models.base import Prediction, PunctModel, Registry
+from punct.wordtable import read_word_table
 
 FAMILIES = {"autopunct": "iwslt4", "nagy": "full13", "courtland": "iwslt4"}
 
@@ -56,9 +72,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 def read_utterances(args: argparse.Namespace) -> dict[str, list[Any]]:
     """Word-table rows per utterance (IWSLT files cut into --doc-words blocks)."""
-    from punct.data.iwslt import blocks, parse_che_tsv, word_rows
-    from punct.wordtable import read_word_table
-
     if args.data_dir:
         return read_word_table(Path(args.data_dir) / "words.tsv")
     utts: dict[str, list[Any]] = {}
@@ -73,11 +86,6 @@ def read_utterances(args: argparse.Namespace) -> dict[str, list[Any]]:
 def make_featurizer(family: str, utts: dict[str, list[Any]], vocab: int, window: int,
                     tmp: Path) -> Any:
     """The family's featurizer over a WordPiece vocabulary of the input's words."""
-    from transformers import BertTokenizerFast
-
-    from punct.config import resolve_config
-    from punct.models.base import Registry
-
     counts = Counter(r.word.lower() for rows in utts.values() for r in rows)
     pieces = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
     letters = sorted({ch for w in counts for ch in w})
@@ -96,10 +104,6 @@ def make_featurizer(family: str, utts: dict[str, list[Any]], vocab: int, window:
 
 def stub_model(n_labels: int, exclusive: bool, with_cap: bool) -> Any:
     """A ``PunctModel`` whose ``predict`` hands out cached random outputs per batch shape."""
-    import torch
-
-    from punct.models.base import Prediction, PunctModel
-
     class StubModel(PunctModel):
         def __init__(self) -> None:
             super().__init__()
@@ -126,15 +130,6 @@ def stub_model(n_labels: int, exclusive: bool, with_cap: bool) -> Any:
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """Time both engines; check their decisions agree."""
-    import numpy as np
-    import torch
-
-    from punct.data.sequences import table_to_seqs
-    from punct.data.windows import stride_for
-    from punct.infer.decode import decide, predict_words
-    from punct.infer.reference_decode import reference_predict_words, reference_rule_caps
-    from punct.labels import get_label_set
-
     torch.set_num_threads(args.num_threads)
     ls = get_label_set(FAMILIES[args.family])
     utts = read_utterances(args)
@@ -180,9 +175,6 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
               "us_per_word": {k: round(1e6 * v / n_words, 3) for k, v in best.items()},
               "speedup": round(best["reference"] / best["engine"], 2)}
     if args.profile:
-        import cProfile
-        import pstats
-
         prof = cProfile.Profile()
         prof.runcall(engine)
         pstats.Stats(prof, stream=sys.stderr).sort_stats("tottime").print_stats(15)

@@ -30,14 +30,28 @@ import os
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
+from punct.data.sequences import load_data_dir
 from punct.errors import PunctInputError, report_error
-from punct.train.env import set_num_threads
+from punct.infer.decode import (
+    decide,
+    decode_settings,
+    hypothesis_rows,
+    keep_best_mark,
+    load_experiment,
+    pick_device,
+    predict_words,
+)
+from punct.infer.hf_adapter import find_encoder, make_pipeline, pipeline_decode
+from punct.labels import get_label_set
+from punct.score.metrics import score_tables
+from punct.train.env import collect_env, set_num_threads
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -75,8 +89,6 @@ def _best_times(methods: dict[str, Callable[[], Any]], reps: int,
 
 
 def _without_pauses(seqs: list) -> list:
-    from dataclasses import replace
-
     return [replace(s, pauses=np.full(len(s), np.nan, dtype=np.float32), feats={})
             for s in seqs]
 
@@ -85,19 +97,6 @@ def bench_system(exp_dir: str, data_dir: str, reps: int, device: torch.device,
                  batch_size: int | None, bf16: str | None, with_pipeline: bool = True,
                  clock: str = "wall") -> dict[str, Any]:
     """All rows of one system: words/s, seconds and micro F1 per method, and the ratios."""
-    from punct.data.sequences import load_data_dir
-    from punct.infer.decode import (
-        decide,
-        decode_settings,
-        hypothesis_rows,
-        keep_best_mark,
-        load_experiment,
-        predict_words,
-    )
-    from punct.infer.hf_adapter import find_encoder, make_pipeline, pipeline_decode
-    from punct.labels import get_label_set
-    from punct.score.metrics import score_tables
-
     exp = load_experiment(exp_dir, device=device)
     cfg = exp.config
     ls = get_label_set(cfg["label_set"])
@@ -230,9 +229,6 @@ def to_markdown(report: dict[str, Any]) -> str:
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """Benchmark every system; write the JSON and Markdown reports."""
-    from punct.infer.decode import pick_device
-    from punct.train.env import collect_env
-
     if args.reps < 1:
         raise ValueError(f"--reps must be >= 1, got {args.reps}")
     device = pick_device(args.device)

@@ -15,10 +15,28 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import torch
 
 from punct.atomic import atomic_write_text
+from punct.data.sequences import load_data_dir
 from punct.errors import PunctInputError, report_error
+from punct.export.backends import backend_model, choose_backend
+from punct.export.system import System
+from punct.infer.constraints import data_dir_edges
+from punct.infer.decode import (
+    decide,
+    decode_info,
+    decode_settings,
+    hypothesis_rows,
+    load_experiment,
+    pick_device,
+    predict_words,
+)
+from punct.infer.violations import count_violations
+from punct.kaldi import ends_mid_stream
+from punct.labels import get_label_set
 from punct.train.env import set_num_threads
+from punct.wordtable import render_rows, write_word_table
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -55,24 +73,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> dict:
     """Decode and write the outputs; return the decode record."""
-    import torch
-
-    from punct.data.sequences import load_data_dir
-    from punct.infer.constraints import data_dir_edges
-    from punct.infer.decode import (
-        decide,
-        decode_info,
-        decode_settings,
-        hypothesis_rows,
-        load_experiment,
-        pick_device,
-        predict_words,
-    )
-    from punct.infer.violations import count_violations
-    from punct.kaldi import ends_mid_stream
-    from punct.labels import get_label_set
-    from punct.wordtable import render_rows, write_word_table
-
     device = pick_device(args.device)
     exp = load_experiment(args.exp_dir, args.checkpoint, device)
     cfg = exp.config
@@ -85,9 +85,6 @@ def run(args: argparse.Namespace) -> dict:
     label_set = get_label_set(cfg["label_set"])
     model, backend = exp.model, args.backend
     if backend != "torch":
-        from punct.export.backends import backend_model, choose_backend
-        from punct.export.system import System
-
         system = System(cfg, exp.featurizer, exp.model, label_set, None, Path(args.exp_dir),
                         exported=False)
         if backend == "auto":

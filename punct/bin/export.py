@@ -21,7 +21,12 @@ import sys
 from pathlib import Path
 
 from punct.errors import PunctInputError, report_error
+from punct.export.hub import export_hub
+from punct.export.measure import check_backends
+from punct.export.onnx_export import export_onnx
 from punct.extras import require
+from punct.infer.quiet import set_loading_verbosity
+from punct.train.env import cpu_model, set_num_threads
 
 
 def build_parser(prog: str = "punct-export") -> argparse.ArgumentParser:
@@ -48,9 +53,6 @@ def build_parser(prog: str = "punct-export") -> argparse.ArgumentParser:
 def record_backends(out: Path, dev_dir: str, num_threads: int | None = None) -> None:
     """Check the backends of the exported ``out`` on ``dev_dir`` (``backends.json``) and
     say which stay within the F1 tolerance."""
-    from punct.export.measure import check_backends
-    from punct.train.env import cpu_model, set_num_threads
-
     set_num_threads(num_threads)
     path = check_backends(out, dev_dir, cpu_model())
     record = json.loads(path.read_text(encoding="utf-8"))
@@ -63,9 +65,6 @@ def record_backends(out: Path, dev_dir: str, num_threads: int | None = None) -> 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    from punct.export.hub import export_hub
-    from punct.infer.quiet import set_loading_verbosity
-
     set_loading_verbosity(args.verbose)
     if args.check_backends and not args.dev_dir:
         build_parser().error("--check-backends needs --dev-dir")
@@ -77,8 +76,6 @@ def main(argv: list[str] | None = None) -> int:
         out = export_hub(args.exp_dir, args.out, args.checkpoint, args.train_data,
                          args.overwrite)
         if args.onnx:
-            from punct.export.onnx_export import export_onnx
-
             export_onnx(out, quantize=args.quantize)
         if args.check_backends:
             record_backends(out, args.dev_dir, args.num_threads)

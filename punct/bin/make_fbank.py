@@ -27,6 +27,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
+import torch
 from tqdm import tqdm
 
 from punct.atomic import atomic_path
@@ -78,8 +79,6 @@ def fbank_extractor(n_mels: int) -> Extractor:
 
 def wav2vec2_extractor(name: str) -> Extractor:
     """Samples, rate -> last hidden states of a frozen wav2vec 2.0 model (20 ms frames)."""
-    # Lazy: torch and transformers are loaded only for the optional --wav2vec2 stream.
-    import torch
     signal = require("scipy.signal", "align", "resampling audio")  # optional extra: scipy
 
     model = load_pretrained("Wav2Vec2Model", name, "wav2vec 2.0 weights")

@@ -34,11 +34,16 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, TextIO
 
+from punct.api import Restorer
 from punct.data.nonspeech import add_nonspeech_option
 from punct.errors import MissingDataError, PunctInputError, report_error
 from punct.export.backends import BACKENDS
+from punct.infer import espnet_inputs, inputs, subtitles
 from punct.infer.asr import RECOGNIZERS, SpeechInput, make_recognizer
+from punct.infer.casing import CaseKeeper
+from punct.infer.outputs import write_segments
 from punct.infer.progress import InputShare, ProgressBar
+from punct.infer.symbols import cased_input, tally
 from punct.train.env import set_num_threads
 
 if TYPE_CHECKING:
@@ -162,8 +167,6 @@ def documents(args: argparse.Namespace, speech: SpeechInput | None = None,
               share: InputShare | None = None) -> Iterator:
     """The ``Document`` stream of all inputs, read lazily (audio files through ``speech``;
     ``share`` follows the bytes read of input files)."""
-    from punct.infer import espnet_inputs, inputs
-
     if speech is not None:
         for doc in speech.documents(args.inputs):
             doc.lang = doc.lang or args.lang
@@ -177,8 +180,6 @@ def documents(args: argparse.Namespace, speech: SpeechInput | None = None,
             doc.lang = doc.lang or args.lang
             yield doc
         return
-    from punct.infer import subtitles
-
     reader = {"text": inputs.read_text, "ctm": inputs.read_ctm, "jsonl": inputs.read_jsonl,
               "srt": subtitles.read_srt, "vtt": subtitles.read_vtt,
               "kaldi": espnet_inputs.read_kaldi_text, "trn": espnet_inputs.read_trn,
@@ -192,11 +193,6 @@ def documents(args: argparse.Namespace, speech: SpeechInput | None = None,
 
 def run(args: argparse.Namespace) -> dict:
     """Restore all inputs into ``args.output``; return a summary."""
-    from punct.api import Restorer
-    from punct.infer.casing import CaseKeeper
-    from punct.infer.outputs import write_segments
-    from punct.infer.symbols import cased_input, tally
-
     api = Restorer.from_pretrained(
         args.exp_dir, device=args.device, backend=args.backend, checkpoint=args.checkpoint,
         verbose=args.verbose, window=args.window, stride=args.stride, per_token=args.per_token,

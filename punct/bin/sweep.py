@@ -23,10 +23,21 @@ from typing import Any
 
 import torch
 
+from punct.data.sequences import load_data_dir
 from punct.errors import PunctInputError, report_error
 from punct.extras import require
+from punct.infer.decode import (
+    decide,
+    decode_settings,
+    hypothesis_rows,
+    load_experiment,
+    pick_device,
+    predict_words,
+)
+from punct.labels import get_label_set
 from punct.score.figure import new_figure, save_png
-from punct.train.env import set_num_threads
+from punct.score.metrics import score_tables
+from punct.train.env import collect_env, set_num_threads
 
 COURTLAND_TABLE2 = {  # N: (overall F1 %, CPU runtime x, GPU runtime x), TED test set
     1: (76.3, 1.0, 1.0), 2: (79.4, 1.8, 1.1), 3: (81.8, 2.6, 1.2), 6: (83.2, 5.2, 1.5),
@@ -58,17 +69,6 @@ def sweep_system(exp_dir: str, data_dir: str, per_token: list[int], reps: int,
                  device: torch.device, aggregate: str | None = None, bf16: str | None = None,
                  batch_size: int | None = None) -> list[dict[str, Any]]:
     """One row per N: stride, measured predictions per word, F1s, seconds, relative runtime."""
-    from punct.data.sequences import load_data_dir
-    from punct.infer.decode import (
-        decide,
-        decode_settings,
-        hypothesis_rows,
-        load_experiment,
-        predict_words,
-    )
-    from punct.labels import get_label_set
-    from punct.score.metrics import score_tables
-
     exp = load_experiment(exp_dir, device=device)
     ls = get_label_set(exp.config["label_set"])
     utts, seqs = load_data_dir(data_dir, ls, exp.config["featurizer"].get("streams") or ())
@@ -163,9 +163,6 @@ def plot_sweep(rows: list[dict[str, Any]], path: Path) -> Path:
 def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     """Sweep every system; write JSON, CSV, Markdown and PNG."""
     pd = require("pandas", "report", "the sweep tables")  # optional extra
-
-    from punct.infer.decode import pick_device
-    from punct.train.env import collect_env
 
     per_token = sorted(set(args.per_token))
     if per_token[0] < 1:

@@ -27,6 +27,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import yaml
+from tqdm import tqdm
 
 from punct.atomic import atomic_write_text
 from punct.data.mini_corpus import load_corpus
@@ -103,8 +104,6 @@ def _utt_id(plan: UttPlan) -> str:
 
 def _progress(items: list[UttPlan], show_bar: bool) -> Iterable[UttPlan]:
     if show_bar:
-        from tqdm import tqdm
-
         return tqdm(items, desc="synth", unit="utt", file=sys.stderr)
     return items
 

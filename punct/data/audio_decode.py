@@ -37,7 +37,7 @@ def needs_decoder(path: str | Path) -> bool:
 
 def _have_pyav() -> bool:
     try:
-        import av  # noqa: F401  (optional: PyAV decodes m4a when installed)
+        import av  # noqa: F401  # optional extra: PyAV (align), decodes m4a when installed
     except ImportError:
         return False
     return True

@@ -44,7 +44,7 @@ def cmudict_path() -> Path:
     """The CMU dictionary of the ``pocketsphinx`` wheel (an error naming the extra when the
     package is missing)."""
     try:
-        import pocketsphinx
+        import pocketsphinx  # optional extra: pocketsphinx (speech)
     except ImportError as err:
         raise MissingDataError("train.augment.sub_source: confusable needs the CMU dictionary "
                                f"of the pocketsphinx package ({INSTALL_HINT})") from err

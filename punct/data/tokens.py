@@ -17,6 +17,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+import sentencepiece as spm
+
 from punct.errors import MissingDataError, PunctInputError
 from punct.wordtable import read_word_table
 
@@ -35,8 +37,6 @@ def table_lines(words_tsv: str | Path) -> list[str]:
 def train_sentencepiece(lines: Sequence[str], out_dir: str | Path, vocab_size: int,
                         model_type: str = "unigram") -> Path:
     """Train a sentencepiece model on ``lines``; returns ``<out_dir>/sp.model``."""
-    import sentencepiece as spm
-
     if model_type not in MODEL_TYPES:
         raise ValueError(f"model type {model_type!r} not in {MODEL_TYPES}")
     out = Path(out_dir)
@@ -58,8 +58,6 @@ def train_sentencepiece(lines: Sequence[str], out_dir: str | Path, vocab_size: i
 
 def load_processor(model: bytes) -> Any:
     """A ``SentencePieceProcessor`` from the serialised model."""
-    import sentencepiece as spm
-
     sp = spm.SentencePieceProcessor()
     sp.load_from_serialized_proto(model)
     return sp

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from safetensors.torch import save_file
 
 from punct import __version__
 from punct.config import load_config
@@ -72,9 +73,6 @@ def export_hub(exp_dir: str | Path, out: str | Path, checkpoint: str = "best",
     """Write the exported system of ``exp_dir`` into ``out`` (see the module docstring);
     ``card_facts``: keyword arguments of :func:`punct.export.card.model_card` beyond the
     data (``selection``, ``dev_set``, ``training``)."""
-    from safetensors.torch import save_file
-
-
     exp_dir, out = Path(exp_dir), Path(out)
     for need in ("config.yaml", FEATURIZER_DIR, f"{checkpoint}.pt"):
         if not (exp_dir / need).exists():

@@ -16,10 +16,11 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from safetensors.torch import load_file
 
 from punct.errors import MissingDataError, PunctInputError
 from punct.extras import require
-from punct.infer.decode import read_thresholds
+from punct.infer.decode import load_experiment, read_thresholds
 from punct.labels import LabelSet, get_label_set
 from punct.models.base import Featurizer, PunctModel, Registry, weights_from_checkpoint
 
@@ -104,8 +105,6 @@ def load_system(path_or_id: str | Path, device: torch.device | str = "cpu",
 
 
 def _load_experiment(exp_dir: Path, checkpoint: str) -> System:
-    from punct.infer.decode import load_experiment
-
     exp = load_experiment(exp_dir, checkpoint, "cpu")
     thresholds = read_thresholds(exp_dir)
     if thresholds:
@@ -128,8 +127,6 @@ def _load_exported(directory: Path) -> System:
     featurizer = family.load_featurizer(directory / FEATURIZER_DIR, config)
     with weights_from_checkpoint():  # model.safetensors holds every weight
         model = family.make_model(config, featurizer)
-    from safetensors.torch import load_file
-
     model.load_state_dict(load_file(str(weights)))
     thresholds = meta.get("thresholds")
     if thresholds:  # the engine reads them from decode.thresholds

@@ -31,7 +31,13 @@ from typing import Any
 import numpy as np
 import torch
 from torch import nn
-from transformers import PretrainedConfig, PreTrainedModel
+from transformers import (
+    AutoConfig,
+    AutoModelForTokenClassification,
+    PretrainedConfig,
+    PreTrainedModel,
+    pipeline,
+)
 from transformers.modeling_outputs import TokenClassifierOutput
 
 from punct.infer.decode import predict_words, rule_caps
@@ -180,8 +186,6 @@ class PunctTokenClassifier(PreTrainedModel):
 
 def _register() -> None:
     """Make the pipeline recognise the wrapper as a token classifier (no warning)."""
-    from transformers import AutoConfig, AutoModelForTokenClassification
-
     AutoConfig.register(PunctClassifierConfig.model_type, PunctClassifierConfig, exist_ok=True)
     AutoModelForTokenClassification.register(PunctClassifierConfig, PunctTokenClassifier,
                                              exist_ok=True)
@@ -192,8 +196,6 @@ def make_pipeline(model: PunctModel, featurizer: Featurizer, label_set: LabelSet
                   device: torch.device | str = "cpu") -> tuple[Any, PunctTokenClassifier]:
     """The stock token-classification pipeline over the system; chunks of ``max_length``
     sub-word pieces (with the special tokens)."""
-    from transformers import pipeline
-
     _register()
     wrapper = PunctTokenClassifier(model, featurizer, label_set, aggregate, bf16)
     tokenizer = copy.deepcopy(wrapper.tokenizer)

@@ -15,6 +15,7 @@ import warnings
 
 import torch
 from torch import nn
+from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
 
 from punct.models.base import PunctModel
 
@@ -33,7 +34,5 @@ def quantize_int8(model: PunctModel) -> PunctModel:
         return work
     with warnings.catch_warnings():  # torch.ao's deprecation notices
         warnings.simplefilter("ignore")
-        from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
-
         return quantize_dynamic(work, {name: per_channel_dynamic_qconfig for name in layers},
                                 dtype=torch.qint8, inplace=True)

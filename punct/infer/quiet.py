@@ -4,24 +4,18 @@ from __future__ import annotations
 
 import logging
 
+from huggingface_hub.utils import disable_progress_bars, enable_progress_bars
+from transformers.utils import logging as hf_logging
+
 
 def set_loading_verbosity(verbose: bool) -> None:
     """Show (``verbose``) or hide the weight-loading progress bars and info logs of
     transformers and huggingface_hub; warnings and errors always show."""
-    try:
-        from transformers.utils import logging as hf_logging
-    except ImportError:  # pragma: no cover - transformers is a core dependency
-        hf_logging = None
-    if hf_logging is not None:
-        if verbose:
-            hf_logging.enable_progress_bar()
-            hf_logging.set_verbosity_info()
-        else:
-            hf_logging.disable_progress_bar()
-            hf_logging.set_verbosity_error()
-    try:
-        from huggingface_hub.utils import disable_progress_bars, enable_progress_bars
-    except ImportError:
-        return
+    if verbose:
+        hf_logging.enable_progress_bar()
+        hf_logging.set_verbosity_info()
+    else:
+        hf_logging.disable_progress_bar()
+        hf_logging.set_verbosity_error()
     (enable_progress_bars if verbose else disable_progress_bars)()
     logging.getLogger("huggingface_hub").setLevel(logging.INFO if verbose else logging.WARNING)

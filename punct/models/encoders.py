@@ -18,6 +18,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import transformers
+from transformers import AutoModel
+
 from punct.errors import MissingDataError
 from punct.extras import require
 
@@ -82,8 +85,6 @@ def _missing(source: str, what: str, err: Exception) -> MissingDataError:
 
 def load_pretrained(auto_class: str, name: str | os.PathLike[str] | None, what: str) -> Any:
     """``transformers.<auto_class>.from_pretrained`` offline for local dirs, clear errors."""
-    import transformers
-
     source = resolve_encoder(name)
     with _offline_if_local(source):
         try:
@@ -113,6 +114,4 @@ def encoder_from_config(directory: str | os.PathLike[str]) -> Any:
     Used when a trained checkpoint (which holds all weights) is decoded on a machine
     that no longer has the pretrained encoder.
     """
-    from transformers import AutoModel
-
     return AutoModel.from_config(load_encoder_config(directory))

@@ -62,7 +62,7 @@ class Geometry:
 def check_unigram(sp_model: bytes) -> None:
     """Refuse a sentencepiece model that is not a unigram model (BPE merges are not
     reproduced by a Unigram tokenizer)."""
-    from sentencepiece import sentencepiece_model_pb2  # needs protobuf; only here
+    from sentencepiece import sentencepiece_model_pb2  # optional extra: protobuf (not core)
 
     proto = sentencepiece_model_pb2.ModelProto()
     proto.ParseFromString(sp_model)

@@ -25,6 +25,15 @@ from torch import nn
 
 from punct.config import DROPOUT_MASKS
 
+try:  # the attention interfaces of recent transformers (older ones keep torch's masks)
+    from transformers import AttentionInterface
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+    from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, AttentionMaskInterface
+except ImportError:
+    HAS_ATTENTION_INTERFACES = False
+else:
+    HAS_ATTENTION_INTERFACES = True
+
 BYTE_ATTENTION = "punct_sdpa_bytes"
 """The attention implementation name registered with transformers."""
 
@@ -65,8 +74,6 @@ def _attention(module: nn.Module, query: torch.Tensor, key: torch.Tensor,
     ``attention_mask`` is SDPA's (boolean, True = attend; or additive floats; or None).
     Returns ``(output [batch, length, heads, dim], None)`` as transformers expects.
     """
-    from transformers.integrations.sdpa_attention import sdpa_attention_forward
-
     if not module.training or byte_rate(dropout) == 0.0:
         return sdpa_attention_forward(module, query, key, value, attention_mask,
                                       dropout=0.0, scaling=scaling, **kwargs)
@@ -84,10 +91,7 @@ def _attention(module: nn.Module, query: torch.Tensor, key: torch.Tensor,
 def _register_attention() -> bool:
     """Register ``punct_sdpa_bytes`` (attention and mask functions) with transformers;
     False when transformers lacks the attention interfaces."""
-    try:
-        from transformers import AttentionInterface
-        from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, AttentionMaskInterface
-    except ImportError:
+    if not HAS_ATTENTION_INTERFACES:
         return False
     AttentionInterface.register(BYTE_ATTENTION, _attention)
     AttentionMaskInterface.register(BYTE_ATTENTION, ALL_MASK_ATTENTION_FUNCTIONS["sdpa"])
