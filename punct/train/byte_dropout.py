@@ -25,15 +25,6 @@ from torch import nn
 
 from punct.config import DROPOUT_MASKS
 
-try:  # the attention interfaces of recent transformers (older ones keep torch's masks)
-    from transformers import AttentionInterface
-    from transformers.integrations.sdpa_attention import sdpa_attention_forward
-    from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, AttentionMaskInterface
-except ImportError:
-    HAS_ATTENTION_INTERFACES = False
-else:
-    HAS_ATTENTION_INTERFACES = True
-
 BYTE_ATTENTION = "punct_sdpa_bytes"
 """The attention implementation name registered with transformers."""
 
@@ -65,6 +56,12 @@ class ByteDropout(nn.Dropout):
         return byte_dropout(x, self.p, self.training)
 
 
+def _sdpa() -> Any:
+    """transformers' SDPA attention function (imported on first use)."""
+    from transformers.integrations import sdpa_attention  # heavy, not needed by every command: 2 s
+    return sdpa_attention.sdpa_attention_forward
+
+
 def _attention(module: nn.Module, query: torch.Tensor, key: torch.Tensor,
                value: torch.Tensor, attention_mask: torch.Tensor | None,
                dropout: float = 0.0, scaling: float | None = None,
@@ -75,7 +72,7 @@ def _attention(module: nn.Module, query: torch.Tensor, key: torch.Tensor,
     Returns ``(output [batch, length, heads, dim], None)`` as transformers expects.
     """
     if not module.training or byte_rate(dropout) == 0.0:
-        return sdpa_attention_forward(module, query, key, value, attention_mask,
+        return _sdpa()(module, query, key, value, attention_mask,
                                       dropout=0.0, scaling=scaling, **kwargs)
     scale = query.size(-1) ** -0.5 if scaling is None else scaling
     scores = torch.matmul(query, key.transpose(2, 3)) * scale
@@ -91,10 +88,14 @@ def _attention(module: nn.Module, query: torch.Tensor, key: torch.Tensor,
 def _register_attention() -> bool:
     """Register ``punct_sdpa_bytes`` (attention and mask functions) with transformers;
     False when transformers lacks the attention interfaces."""
-    if not HAS_ATTENTION_INTERFACES:
+    try:
+        import transformers  # heavy, not needed by every command: 2 s, BRNN runs skip it
+        import transformers.masking_utils as masking  # heavy, not needed by every command: 2 s
+        interface, mask_interface = transformers.AttentionInterface, masking.AttentionMaskInterface
+    except (ImportError, AttributeError):  # an older transformers: torch's masks stay
         return False
-    AttentionInterface.register(BYTE_ATTENTION, _attention)
-    AttentionMaskInterface.register(BYTE_ATTENTION, ALL_MASK_ATTENTION_FUNCTIONS["sdpa"])
+    interface.register(BYTE_ATTENTION, _attention)
+    mask_interface.register(BYTE_ATTENTION, masking.ALL_MASK_ATTENTION_FUNCTIONS["sdpa"])
     return True
 
 
