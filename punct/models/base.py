@@ -24,6 +24,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from punct.config import Config, NoOptions
 from punct.data.sequences import Window, WordSeq
 from punct.registry import UnknownNameError, lookup
 from punct.registry import names as registry_names
@@ -104,7 +105,7 @@ class Featurizer(abc.ABC):
 
     @classmethod
     @abc.abstractmethod
-    def load(cls, directory: Path, config: dict[str, Any]) -> Featurizer:
+    def load(cls, directory: Path, config: Config) -> Featurizer:
         """Rebuild a featurizer written by ``save``."""
 
 
@@ -150,18 +151,23 @@ class Family:
     family reads, besides those its config lists in ``featurizer.streams``;
     ``decodes_mixed_sets`` False when every utterance needs its audio (no ``<set>_mixed``
     decoding); ``pr_curves`` True when stage 6 draws precision/recall curves of its
-    decoder probabilities; ``model_keys`` the keys its ``model:`` section accepts, checked
-    with the file named when a config is loaded (None: the family checks them itself).
+    decoder probabilities. ``options`` and ``featurizer_options`` are the dataclasses of its
+    ``model:`` and ``featurizer:`` sections (``punct.config.option`` fields), built and
+    checked by ``punct.config.load_config`` with the file and line named;
+    ``check_config(config)`` (optional) checks what spans sections, raising
+    ``punct.config.OptionError``.
     """
 
     name: str
-    make_featurizer: Callable[[dict[str, Any]], Featurizer]
-    make_model: Callable[[dict[str, Any], Featurizer], PunctModel]
-    load_featurizer: Callable[[Path, dict[str, Any]], Featurizer]
+    make_featurizer: Callable[[Config], Featurizer]
+    make_model: Callable[[Config, Featurizer], PunctModel]
+    load_featurizer: Callable[[Path, Config], Featurizer]
     needs_streams: tuple[str, ...] = ()
     decodes_mixed_sets: bool = True
     pr_curves: bool = False
-    model_keys: frozenset[str] | None = None
+    options: type = NoOptions
+    featurizer_options: type = NoOptions
+    check_config: Callable[[Config], None] | None = None
 
 
 class Registry:
