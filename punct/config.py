@@ -147,7 +147,7 @@ class TrainSection:
 
     epochs: int = option(10, low=1)
     batch_size: int = option(32, low=1)
-    optimizer: OptimizerSection = option(factory=OptimizerSection)
+    optimizer: OptimizerSection = field(default_factory=OptimizerSection)
     warmup_epochs: float = option(0.0, low=0.0)
     warmup_steps: int | None = option(None, low=0)  # when set, overrides warmup_epochs
     lr_decay: str = option("none", choices=LR_DECAYS)  # to 0 at the end of the run
@@ -175,7 +175,7 @@ class TrainSection:
     # train.stride, so windows start elsewhere and words get new contexts (text only)
     shift_windows: bool = False
     # ASR-like substitutions, deletions and insertions of training words
-    augment: AugmentSection = option(factory=AugmentSection)
+    augment: AugmentSection = field(default_factory=AugmentSection)
 
     def check(self) -> None:
         if self.stride > self.window:
@@ -412,13 +412,15 @@ def _check_limits(spec: dataclasses.Field, value: Any, key: tuple[str, ...],
     low, high = meta.get("low"), meta.get("high")
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         if (low is not None and value < low) or (high is not None and value > high):
-            bounds = f"[{low if low is not None else '-inf'}, {high if high is not None else 'inf'}]"
+            bounds = (f"[{low if low is not None else '-inf'}, "
+                      f"{high if high is not None else 'inf'}]")
             raise input_error(f"{_dotted(key)} = {value!r} is outside {bounds}", key, origins)
 
 
 def family_option_types(family_name: str, key: tuple[str, ...], origins: Origins
                         ) -> tuple[type, type, Any]:
-    """The family's (featurizer options, model options) types and the family itself."""
+    """The family's (featurizer options, model options) types and the family itself; the
+    first may be a function of the built model options that returns the type."""
     try:
         family = lookup("family", family_name)
     except UnknownNameError as err:
@@ -441,6 +443,9 @@ def build_config(raw: dict[str, Any], origins: Origins | None = None,
         raise input_error("config has no 'family' (e.g. family: brnn)", (*key, "family"),
                           origins)
     featurizer_type, model_type, family = family_option_types(name, key, origins)
+    model = build_section(model_type, raw.get("model"), (*key, "model"), origins)
+    if not dataclasses.is_dataclass(featurizer_type):
+        featurizer_type = featurizer_type(model)  # a family whose featurizer varies by model
     label_set = raw.get("label_set", "full13")
     if not isinstance(label_set, str):
         raise input_error(f"label_set = {label_set!r} is not a name", (*key, "label_set"),
@@ -454,7 +459,7 @@ def build_config(raw: dict[str, Any], origins: Origins | None = None,
         family=name, label_set=label_set,
         featurizer=build_section(featurizer_type, raw.get("featurizer"),
                                  (*key, "featurizer"), origins),
-        model=build_section(model_type, raw.get("model"), (*key, "model"), origins),
+        model=model,
         train=build_section(TrainSection, raw.get("train"), (*key, "train"), origins),
         decode=build_section(DecodeSection, raw.get("decode"), (*key, "decode"), origins),
         init_from=init_from,

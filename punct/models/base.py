@@ -152,7 +152,8 @@ class Family:
     ``decodes_mixed_sets`` False when every utterance needs its audio (no ``<set>_mixed``
     decoding); ``pr_curves`` True when stage 6 draws precision/recall curves of its
     decoder probabilities. ``options`` and ``featurizer_options`` are the dataclasses of its
-    ``model:`` and ``featurizer:`` sections (``punct.config.option`` fields), built and
+    ``model:`` and ``featurizer:`` sections (``punct.config.option`` fields; the second
+    may be a function of the built model options returning the type), built and
     checked by ``punct.config.load_config`` with the file and line named;
     ``check_config(config)`` (optional) checks what spans sections, raising
     ``punct.config.OptionError``.
@@ -166,7 +167,7 @@ class Family:
     decodes_mixed_sets: bool = True
     pr_curves: bool = False
     options: type = NoOptions
-    featurizer_options: type = NoOptions
+    featurizer_options: type | Callable[[Any], type] = NoOptions
     check_config: Callable[[Config], None] | None = None
 
 
