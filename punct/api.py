@@ -106,7 +106,7 @@ class Restorer:
             bf16 = PRECISIONS[precision]
         if backend == "auto":  # bf16 where native, else what the backend record allows
             explicit = bf16 is not None and str(bf16).lower() != "auto"
-            setting = (system.config.get("decode") or {}).get("bf16", False)
+            setting = system.config.decode.bf16
             backend = choose_backend(system, self.device, setting if bf16 is None else bf16,
                                      explicit, checkpoint).backend
         model = backend_model(system, backend)

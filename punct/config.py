@@ -113,8 +113,9 @@ class OptimizerSection:
     momentum: float | None = None  # sgd
     nesterov: bool | None = None  # sgd
     amsgrad: bool | None = None  # adam, adamw
+    fused: bool | None = None  # adam, adamw: None = torch's fused kernel where it applies
     k: int | None = option(None, low=1)  # lookahead_*: inner steps between syncs
-    alpha: float | None = option(None, low=0.0, high=1.0)  # lookahead_*: step to the fast
+    alpha: float | None = None  # lookahead_*: share of the step to the fast weights, (0, 1]
 
     def check(self) -> None:
         lookahead = self.name.startswith(LOOKAHEAD_PREFIX)
@@ -122,12 +123,15 @@ class OptimizerSection:
             if getattr(self, key) is not None and not lookahead:
                 raise OptionError(key, f"only a lookahead_* optimizer takes {key}, "
                                        f"not {self.name}")
+        if self.alpha is not None and not 0.0 < self.alpha <= 1.0:
+            raise OptionError("alpha", f"{self.alpha} is outside (0, 1]")
         base = self.name.removeprefix(LOOKAHEAD_PREFIX)
         for key in ("momentum", "nesterov"):
             if getattr(self, key) is not None and base != "sgd":
                 raise OptionError(key, f"only sgd takes {key}, not {self.name}")
-        if self.amsgrad is not None and base not in ("adam", "adamw"):
-            raise OptionError("amsgrad", f"only adam and adamw take amsgrad, not {self.name}")
+        for key in ("amsgrad", "fused"):
+            if getattr(self, key) is not None and base not in ("adam", "adamw"):
+                raise OptionError(key, f"only adam and adamw take {key}, not {self.name}")
         if self.betas is not None and (base not in ("adam", "adamw", "radam")
                                        or len(self.betas) != 2):
             raise OptionError("betas", "two betas, for adam, adamw or radam only")
@@ -234,11 +238,8 @@ class Config:
 
     @property
     def streams(self) -> tuple[str, ...]:
-        """The per-word acoustic streams this system reads (the family's own and those of
-        ``featurizer.streams``)."""
-        family = lookup("family", self.family)
-        own = getattr(self.featurizer, "streams", None) or ()
-        return (*family.needs_streams, *(s for s in own if s not in family.needs_streams))
+        """The acoustic streams the ``featurizer`` section lists (loaded with the data)."""
+        return tuple(getattr(self.featurizer, "streams", None) or ())
 
     def replace(self, **changes: Any) -> Config:
         """A copy with ``changes`` (sections replaced whole)."""
@@ -477,10 +478,11 @@ def _check_across(config: Config, family: Any, key: tuple[str, ...], origins: Or
     if stride > window:
         raise input_error(f"decode.stride {stride} exceeds the decoding window {window}",
                           (*key, "decode", "stride"), origins)
-    if config.train.augment.active and config.streams:
+    streams = (*family.needs_streams, *config.streams)
+    if config.train.augment.active and streams:
         raise input_error(
             f"train.augment edits the training words, but family {config.family} reads "
-            f"per-word acoustic streams ({', '.join(config.streams)}) that would no longer "
+            f"per-word acoustic streams ({', '.join(streams)}) that would no longer "
             "match them; set the rates to 0 or train a text family",
             (*key, "train", "augment"), origins)
     check = getattr(family, "check_config", None)

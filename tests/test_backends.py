@@ -4,6 +4,7 @@ what ``auto`` picks on each kind of machine, and bad backend names."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -166,7 +167,8 @@ def test_auto_picks_bf16_where_native(exported: Path, monkeypatch: pytest.Monkey
     assert r.backend == "torch" and r.settings.bf16 is True
     # a system whose config turns bf16 off keeps fp32 torch where bf16 is native
     system = load_system(exported)
-    system.config["decode"]["bf16"] = "off"
+    system.config = system.config.replace(
+        decode=dataclasses.replace(system.config.decode, bf16="off"))
     assert choose_backend(system, "cpu", "off").backend == "torch"
     monkeypatch.delenv(NATIVE_BF16_ENV)
     monkeypatch.setattr("punct.infer.precision.cpu_flags", lambda *a: {"avx2", "amx_bf16"})

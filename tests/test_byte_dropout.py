@@ -10,7 +10,7 @@ import torch
 from torch import nn
 from transformers import AutoModel
 
-from punct.config import load_config
+from punct.config import TrainSection, load_config
 from punct.errors import PunctInputError
 from punct.train.byte_dropout import (
     BYTE_ATTENTION,
@@ -77,10 +77,10 @@ def test_setting_resolution() -> None:
     with pytest.raises(ValueError, match="dropout masks must be one of"):
         uses_byte_masks("fast", "cpu")
     kept = nn.Sequential(nn.Dropout(0.1))
-    assert apply_dropout_masks(kept, {"dropout_masks": "torch"}, "cpu") == "torch"
+    assert apply_dropout_masks(kept, TrainSection(dropout_masks="torch"), "cpu") == "torch"
     assert type(kept[0]) is nn.Dropout
     swapped = nn.Sequential(nn.Dropout(0.1))
-    assert apply_dropout_masks(swapped, {}, "cpu") == "bytes"  # auto on the CPU
+    assert apply_dropout_masks(swapped, TrainSection(), "cpu") == "bytes"  # auto on the CPU
     assert type(swapped[0]) is ByteDropout and swapped[0].p == 0.1
 
 

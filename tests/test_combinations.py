@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import yaml
 
-from punct.config import DEFAULTS, deep_merge, validate_config
+from punct.config import deep_merge, resolve_config
 from punct.errors import PunctInputError
 from punct.infer.combinations import combination_matrix, constrained_marks, seen_combinations
 from punct.infer.decode import WordPredictions, decide, decode_settings
@@ -51,8 +51,9 @@ def test_constrained_decision_picks_best_allowed_set() -> None:
 
 
 def test_decide_and_settings_use_the_trained_list() -> None:
-    config = deep_merge(DEFAULTS, {"family": "autopunct", "label_set": "full13",
-                                   "decode": {"combinations": [["PERIOD"], ["EXCLAMATION"]]}})
+    plain = {"family": "autopunct", "label_set": "full13",
+             "decode": {"combinations": [["PERIOD"], ["EXCLAMATION"]]}}
+    config = resolve_config(plain)
     st = decode_settings(config)
     assert st.combinations == (("PERIOD",), ("EXCLAMATION",))
     labels = ("COMMA", "PERIOD", "QUESTION", "EXCLAMATION") + ("x",) * 9
@@ -66,21 +67,21 @@ def test_decide_and_settings_use_the_trained_list() -> None:
     marks, _ = decide(pred, one, labels, 0.5, combinations=st.combinations)
     assert marks[0].nonzero()[0].tolist() == [3]
     # "seen" in a config that was never trained decodes without a restriction
-    untrained = deep_merge(config, {"decode": {"combinations": "seen"}})
+    untrained = resolve_config(deep_merge(plain, {"decode": {"combinations": "seen"}}))
     assert decode_settings(untrained).combinations is None
     # an exclusive label set decodes by argmax whatever the setting
-    iwslt = deep_merge(config, {"label_set": "iwslt4"})
+    iwslt = config.replace(label_set="iwslt4")
     assert decode_settings(iwslt).combinations is None
 
 
 def test_config_validation_names_the_key(tmp_path: Path) -> None:
-    base = deep_merge(DEFAULTS, {"family": "autopunct"})
-    validate_config(deep_merge(base, {"decode": {"combinations": "seen"}}))
-    validate_config(deep_merge(base, {"decode": {"combinations": [["PERIOD", "QUOTE"]]}}))
+    base = {"family": "autopunct"}
+    resolve_config(deep_merge(base, {"decode": {"combinations": "seen"}}))
+    resolve_config(deep_merge(base, {"decode": {"combinations": [["PERIOD", "QUOTE"]]}}))
     with pytest.raises(PunctInputError, match=r"decode\.combinations"):
-        validate_config(deep_merge(base, {"decode": {"combinations": "some"}}), tmp_path / "c")
+        resolve_config(deep_merge(base, {"decode": {"combinations": "some"}}), path=tmp_path)
     with pytest.raises(PunctInputError, match=r"decode\.combinations"):
-        validate_config(deep_merge(base, {"decode": {"combinations": ["PERIOD"]}}))
+        resolve_config(deep_merge(base, {"decode": {"combinations": ["PERIOD"]}}))
 
 
 def test_trainer_resolves_seen_from_the_training_table(tmp_path: Path) -> None:
@@ -90,13 +91,13 @@ def test_trainer_resolves_seen_from_the_training_table(tmp_path: Path) -> None:
                    WordRow("u1", 2, "no", "no", (), "O", None, None, None)]}
     (tmp_path / "train").mkdir()
     write_word_table(tmp_path / "train" / "words.tsv", rows)
-    config = deep_merge(DEFAULTS, {"family": "autopunct", "decode": {"combinations": "seen"}})
+    config = resolve_config({"family": "autopunct", "decode": {"combinations": "seen"}})
     resolved = _resolve_combinations(config, tmp_path / "train")
-    assert resolved["decode"]["combinations"] == [["PERIOD"], ["EXCLAMATION", "QUOTE"]]
-    assert config["decode"]["combinations"] == "seen"  # the caller's config is untouched
-    yaml.safe_dump(resolved)  # plain lists: config.yaml can hold them
-    iwslt = deep_merge(config, {"label_set": "iwslt4"})
-    assert _resolve_combinations(iwslt, tmp_path / "train")["decode"]["combinations"] == "all"
+    assert resolved.decode.combinations == [["PERIOD"], ["EXCLAMATION", "QUOTE"]]
+    assert config.decode.combinations == "seen"  # the caller's config is untouched
+    yaml.safe_dump(resolved.to_dict())  # plain lists: config.yaml can hold them
+    iwslt = config.replace(label_set="iwslt4")
+    assert _resolve_combinations(iwslt, tmp_path / "train").decode.combinations == "all"
 
 
 def test_thresholds_tuned_under_the_restriction() -> None:

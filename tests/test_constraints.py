@@ -176,7 +176,7 @@ def test_no_violations_on_a_100k_word_stream(label_set, cap: bool, exclusive: bo
 
 def test_no_constraints_setting_and_config() -> None:
     config = resolve_config({"family": "brnn", "label_set": "iwslt4"})
-    assert config["decode"]["constraints"] is True
+    assert config.decode.constraints is True
     assert decode_settings(config).constraints is True
     assert decode_settings(config, constraints=False).constraints is False
     off = resolve_config({"family": "brnn", "label_set": "iwslt4",

@@ -16,7 +16,7 @@ from helpers.tinybert import build_tiny_bert
 from helpers.unipunc import make_seq, unipunc_config
 
 from punct.bin import bench_engine
-from punct.config import DEFAULTS, deep_merge, resolve_config
+from punct.config import resolve_config
 from punct.data.iwslt import blocks, parse_che_tsv, word_rows
 from punct.data.sequences import rows_to_seq
 from punct.infer.decode import decide, predict_words, rule_caps
@@ -69,10 +69,10 @@ def family_config(family: str, bert: Path, window: int) -> dict:
         return {"family": "nagy", "label_set": "full13", "featurizer": enc,
                 "model": {"hidden": 24, "dropout": 0.0}, "decode": decode}
     if family == "courtland":
-        return deep_merge(DEFAULTS, {
+        return {
             "family": "courtland", "label_set": "iwslt4", "featurizer": enc,
             "model": {"hidden": 8, "dropout": 0.0}, "train": {"window": window, "stride": 8},
-            "decode": {**decode, "aggregate": "sum"}})
+            "decode": {**decode, "aggregate": "sum"}}
     assert family == "unipunc"
     return {**unipunc_config(bert), "decode": decode}
 
@@ -82,7 +82,7 @@ def build(family: str, bert: Path, window: int) -> tuple[dict, object, torch.nn.
     fam = Registry.get(family)
     feat = fam.make_featurizer(config)
     feat.fit([make_seq("a", 12, seed=1), make_seq("b", 9, seed=2)] if family == "unipunc"
-             else iwslt_seqs("dev2012", config["label_set"], 400))
+             else iwslt_seqs("dev2012", config.label_set, 400))
     torch.manual_seed(0)
     model = fam.make_model(config, feat)
     if family == "courtland":  # from the prior (rare marks) to random: marks get decided
@@ -97,11 +97,10 @@ def build(family: str, bert: Path, window: int) -> tuple[dict, object, torch.nn.
 def test_array_engine_decides_as_the_reference(family: str, window: int, data: str,
                                                bert: Path) -> None:
     config, feat, model = build(family, bert, window)
-    ls = get_label_set(config["label_set"])
+    ls = get_label_set(config.label_set)
     seqs = iwslt_seqs(data, ls.name, 4000 if data == "dev2012" else None)
-    dec = config["decode"]
-    args = (model, feat, seqs, window, dec["stride"], dec["batch_size"], False,
-            dec["aggregate"])
+    dec = config.decode
+    args = (model, feat, seqs, window, dec.stride, dec.batch_size, False, dec.aggregate)
     new = predict_words(*args, exclusive=ls.exclusive)
     old = reference_predict_words(*args, exclusive=ls.exclusive)
     assert new.n_windows == old.n_windows > len(seqs) // 2

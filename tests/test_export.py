@@ -18,7 +18,6 @@ from transformers.utils import logging as hf_logging
 
 from punct import Restorer
 from punct.bin import export as export_cli
-from punct.config import DEFAULTS, deep_merge
 from punct.errors import MissingDataError
 from punct.export.system import load_system
 from punct.infer.decode import predict_words
@@ -60,10 +59,10 @@ def _config(family: str, bert: Path) -> tuple[dict, list[WordSeq], list[WordSeq]
         return ({"family": "nagy", "label_set": "iwslt4", "featurizer": enc,
                  "model": {"hidden": 24, "dropout": 0.0}}, text, text)
     if family == "courtland":
-        return (deep_merge(DEFAULTS, {
+        return ({
             "family": "courtland", "label_set": "iwslt4", "featurizer": enc,
             "model": {"hidden": 8, "dropout": 0.0}, "train": {"window": 16, "stride": 8},
-            "decode": {"aggregate": "sum"}}), text, text)
+            "decode": {"aggregate": "sum"}}, text, text)
     if family == "prosodic_pp":
         rng = np.random.default_rng(0)
         return ({"family": "prosodic_pp", "label_set": "moro2",

@@ -7,6 +7,8 @@ import io
 import pytest
 import torch
 
+from punct.config import OptimizerSection, resolve_config
+from punct.errors import PunctInputError
 from punct.train.lookahead import LookAhead
 from punct.train.optim import make_optimizer, warmup_factor
 
@@ -82,8 +84,8 @@ def _build(seed: int) -> tuple[torch.nn.Module, LookAhead, object]:
     torch.manual_seed(seed)
     model = torch.nn.Linear(4, 3)
     groups = [{"params": [model.weight], "lr": 0.02}, {"params": [model.bias]}]
-    opt = make_optimizer(groups, {"name": "lookahead_radam", "lr": 0.01, "k": 6,
-                                  "alpha": 0.5, "weight_decay": 0.0})
+    opt = make_optimizer(groups, OptimizerSection(name="lookahead_radam", lr=0.01, k=6,
+                                                  alpha=0.5, weight_decay=0.0))
     assert isinstance(opt, LookAhead) and isinstance(opt.inner, torch.optim.RAdam)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda step: warmup_factor(step, 3))
     return model, opt, sched
@@ -131,10 +133,13 @@ def test_bad_settings_and_state() -> None:
         LookAhead(sgd, alpha=1.5)
     with pytest.raises(TypeError):
         LookAhead("sgd")  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="lookahead"):
-        make_optimizer([w], {"name": "sgd", "lr": 0.1, "k": 2})
-    with pytest.raises(ValueError, match="unknown optimizer"):
-        make_optimizer([w], {"name": "lookahead_nope", "lr": 0.1})
+    with pytest.raises(PunctInputError, match=r"train\.optimizer\.k: only a lookahead"):
+        resolve_config({"family": "brnn", "train": {"optimizer": {"name": "sgd", "k": 2}}})
+    with pytest.raises(PunctInputError, match=r"train\.optimizer\.name = 'lookahead_nope'"):
+        resolve_config({"family": "brnn", "train": {"optimizer": {"name": "lookahead_nope"}}})
+    with pytest.raises(PunctInputError, match=r"train\.optimizer\.alpha: 0\.0 is outside"):
+        resolve_config({"family": "brnn", "train": {"optimizer": {"name": "lookahead_sgd",
+                                                                  "alpha": 0.0}}})
     other = LookAhead(torch.optim.SGD([torch.nn.Parameter(torch.zeros(3))], lr=0.1))
     with pytest.raises(ValueError, match="shape"):
         other.load_state_dict(LookAhead(torch.optim.SGD([w], lr=0.1)).state_dict())

@@ -23,11 +23,11 @@ def test_configs_are_found() -> None:
 @pytest.mark.parametrize("path", CONFIGS, ids=lambda p: str(p.relative_to(ROOT)))
 def test_config_resolves(path: Path) -> None:
     config = load_config(path)
-    assert config["family"] and config["label_set"]
-    assert int(config["train"]["epochs"]) > 0
+    assert config.family and config.label_set
+    assert config.train.epochs > 0
 
 
 def test_mini_brnn_pause_is_one_stage_with_pauses() -> None:
     config = load_config(ROOT / "egs/mini/punct1/conf/model/brnn_pause.yaml")
-    assert config["model"]["pause_input"] is True and not config["model"].get("pause")
-    assert not config.get("init_from")
+    assert config.model.pause_input is True and not config.model.pause
+    assert not config.init_from

@@ -13,8 +13,8 @@ from helpers.trainset import TINY, make_set
 
 from punct.bin import dump as dump_cli
 from punct.bin import train as train_cli
-from punct.config import apply_overrides, load_config, resolve_config
-from punct.errors import MissingDataError, PunctInputError
+from punct.config import OptimizerSection, load_config, resolve_config
+from punct.errors import MissingDataError
 from punct.train.env import set_num_threads
 from punct.train.optim import make_optimizer, warmup_factor
 from punct.train.trainer import train_experiment
@@ -37,62 +37,41 @@ def run_a(data: Path) -> tuple[Path, dict]:
     return exp, summary
 
 
-# -- config -----------------------------------------------------------------------------
-def test_overrides_and_defaults(tmp_path: Path) -> None:
-    cfg = resolve_config({"family": "brnn"}, ["train.epochs=3", "train.optimizer.lr=0.5",
-                                              "decode.bf16=true", "model.new.key=[1, 2]"])
-    assert cfg["train"]["epochs"] == 3 and cfg["train"]["optimizer"]["lr"] == 0.5
-    assert cfg["train"]["optimizer"]["name"] == "adamw"  # default kept beside the override
-    assert cfg["decode"]["bf16"] is True and cfg["model"]["new"]["key"] == [1, 2]
-    assert cfg["label_set"] == "full13" and cfg["init_from"] is None
-    with pytest.raises(PunctInputError, match=r"key\.path=value"):
-        apply_overrides(cfg, ["train.epochs"])
-    with pytest.raises(PunctInputError, match="not a section"):
-        apply_overrides(cfg, ["family.x=1"])
-    with pytest.raises(PunctInputError, match="optimizer"):
-        resolve_config({"family": "brnn"}, ["train.optimizer.name=rmsprop"])
-    with pytest.raises(PunctInputError, match="unknown top-level"):
-        resolve_config({"family": "brnn", "trian": {}})
-    with pytest.raises(PunctInputError, match="family"):
-        resolve_config({})
-    bad = tmp_path / "bad.yaml"
-    bad.write_text("family: brnn\ntrain: [1,\n")
-    with pytest.raises(PunctInputError) as err:
-        load_config(bad)
-    assert str(bad) in str(err.value)
-    with pytest.raises(MissingDataError):
-        load_config(tmp_path / "none.yaml")
-
-
+# -- config (the typed config itself: tests/test_config.py) ---------------------------
 @pytest.mark.parametrize("name", ["conf/model/brnn_text.yaml", "conf/model/brnn_pause.yaml",
                                   "conf/model/tiny/brnn_text.yaml",
                                   "conf/model/tiny/brnn_pause.yaml"])
 def test_shipped_configs_resolve(name: str) -> None:
     cfg = load_config(Path(__file__).resolve().parents[1] / name)
-    assert cfg["family"] == "brnn"
+    assert cfg.family == "brnn"
     if "pause" in name:
-        assert cfg["model"]["pause"] is True and cfg["init_from"]
+        assert cfg.model.pause is True and cfg.init_from
+
+
+def optimizer(**options: object) -> OptimizerSection:
+    """A checked ``train.optimizer`` section."""
+    return resolve_config({"family": "brnn", "train": {"optimizer": options}}).train.optimizer
 
 
 def test_optimizers_and_warmup() -> None:
     p = [torch.nn.Parameter(torch.zeros(2))]
-    assert isinstance(make_optimizer(p, {"name": "Adagrad", "lr": 0.02}), torch.optim.Adagrad)
-    assert isinstance(make_optimizer(p, {"name": "sgd", "lr": 0.1, "momentum": 0.9}),
-                      torch.optim.SGD)
-    opt = make_optimizer(p, {"name": "adamw", "lr": 1e-3, "weight_decay": 0.01})
+    assert isinstance(make_optimizer(p, optimizer(name="adagrad", lr=0.02)), torch.optim.Adagrad)
+    sgd = make_optimizer(p, optimizer(name="sgd", lr=0.1, momentum=0.9))
+    assert isinstance(sgd, torch.optim.SGD) and sgd.defaults["momentum"] == 0.9
+    opt = make_optimizer(p, optimizer(name="adamw", lr=1e-3, weight_decay=0.01))
     assert opt.param_groups[0]["weight_decay"] == 0.01
     assert opt.defaults["fused"] is True  # one fused kernel where torch has it
-    # null unsets a key (a config based on a LookAhead one drops k and alpha)
-    plain = make_optimizer(p, {"name": "adamw", "lr": 1e-3, "k": None, "alpha": None})
+    # null keeps torch's default (a config based on a LookAhead one drops k and alpha)
+    plain = make_optimizer(p, optimizer(name="adamw", lr=1e-3, k=None, alpha=None))
     assert isinstance(plain, torch.optim.AdamW)
-    assert not make_optimizer(p, {"name": "adam", "lr": 1e-3, "fused": False}).defaults["fused"]
+    assert not make_optimizer(p, optimizer(name="adam", lr=1e-3, fused=False)).defaults["fused"]
     groups = [{"params": (q for q in p), "lr": 0.1}]  # a generator is taken too
-    assert make_optimizer(groups, {"name": "adam"}).defaults["fused"] is True
-    assert make_optimizer(p, {"name": "radam"}).defaults.get("fused") in (None, False)
+    assert make_optimizer(groups, optimizer(name="adam")).defaults["fused"] is True
+    assert make_optimizer(p, optimizer(name="radam")).defaults.get("fused") in (None, False)
     # the fused step equals the per-parameter loop
     ref, fused = (torch.nn.Parameter(torch.ones(3)) for _ in range(2))
     for w, kw in ((ref, {"fused": False}), (fused, {})):
-        o = make_optimizer([w], {"name": "adamw", "lr": 0.1, **kw})
+        o = make_optimizer([w], optimizer(name="adamw", lr=0.1, **kw))
         for _ in range(3):
             w.grad = torch.tensor([1.0, -2.0, 0.5])
             o.step()
@@ -127,7 +106,7 @@ def test_exp_dir_contents(run_a: tuple[Path, dict]) -> None:
     assert {"config.yaml", "env.json", "featurizer", "best.pt", "last.pt", "train.log",
             "history.json"} <= names
     cfg = yaml.safe_load((exp / "config.yaml").read_text())
-    assert cfg == resolve_config(TINY)  # resolved: defaults included
+    assert cfg == resolve_config(TINY).to_dict()  # resolved: every default written
     env = json.loads((exp / "env.json").read_text())
     assert {"git_sha", "python", "torch", "transformers", "seed", "threads", "hostname",
             "date"} <= set(env)
@@ -243,14 +222,3 @@ def test_dump_rejects_unknown_labels_with_file_and_line(tmp_path: Path, capsys) 
     assert rc == 2
 
 
-def test_exponent_floats_are_numbers(tmp_path: Path) -> None:
-    """``lr: 1e-4`` (YAML 1.2 style, no dot) is a float in files and in --set overrides."""
-    path = tmp_path / "c.yaml"
-    path.write_text("family: brnn\ntrain:\n  optimizer: {name: adam, lr: 1e-4}\n"
-                    "model: {encoder_lr: 3E+2, name: 1e-4x}\n", encoding="utf-8")
-    cfg = load_config(path)
-    assert cfg["train"]["optimizer"]["lr"] == pytest.approx(1e-4)
-    assert cfg["model"]["encoder_lr"] == 300.0 and cfg["model"]["name"] == "1e-4x"
-    cfg = apply_overrides(cfg, ["model.encoder_lr=3e-4", "train.optimizer.lr=2e-3"])
-    assert cfg["model"]["encoder_lr"] == pytest.approx(3e-4)
-    assert cfg["train"]["optimizer"]["lr"] == pytest.approx(2e-3)

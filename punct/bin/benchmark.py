@@ -99,8 +99,8 @@ def bench_system(exp_dir: str, data_dir: str, reps: int, device: torch.device,
     """All rows of one system: words/s, seconds and micro F1 per method, and the ratios."""
     exp = load_experiment(exp_dir, device=device)
     cfg = exp.config
-    ls = get_label_set(cfg["label_set"])
-    utts, seqs = load_data_dir(data_dir, ls, cfg["featurizer"].get("streams") or ())
+    ls = get_label_set(cfg.label_set)
+    utts, seqs = load_data_dir(data_dir, ls, cfg.streams)
     text_seqs = _without_pauses(seqs)
     default = decode_settings(cfg, device, batch_size=batch_size, bf16=bf16)
     one = decode_settings(cfg, device, per_token=1, batch_size=batch_size, bf16=bf16)
@@ -192,7 +192,7 @@ def bench_system(exp_dir: str, data_dir: str, reps: int, device: torch.device,
         ratios[f"engine_text_vs_{name}"] = ratio("engine_text", name)
         ratios[f"engine_text_vs_{name}_no_overhead"] = ratio("engine_text",
                                                              f"{name}_no_overhead")
-    return {"exp_dir": str(exp_dir), "family": cfg["family"], "label_set": cfg["label_set"],
+    return {"exp_dir": str(exp_dir), "family": cfg.family, "label_set": cfg.label_set,
             "words": n_words, "utterances": len(seqs), "window": one.window,
             "stride_default": default.stride, "batch_size": one.batch_size, "bf16": one.bf16,
             "aggregate": one.aggregate, "methods": rows,

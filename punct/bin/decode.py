@@ -82,18 +82,17 @@ def run(args: argparse.Namespace) -> dict:
                          constraints=args.constraints)
     window, stride, batch_size = st.window, st.stride, st.batch_size
     aggregate, bf16, threshold = st.aggregate, st.bf16, st.threshold
-    label_set = get_label_set(cfg["label_set"])
+    label_set = get_label_set(cfg.label_set)
     model, backend = exp.model, args.backend
     if backend != "torch":
         system = System(cfg, exp.featurizer, exp.model, label_set, None, Path(args.exp_dir),
                         exported=False)
         if backend == "auto":
-            backend = choose_backend(system, device, args.bf16 or cfg.get("decode", {}).get(
-                "bf16", False), args.bf16 not in (None, "auto"), args.checkpoint).backend
+            backend = choose_backend(system, device, args.bf16 or cfg.decode.bf16,
+                args.bf16 not in (None, "auto"), args.checkpoint).backend
         if backend != "torch":
             model, device, bf16 = backend_model(system, backend), torch.device("cpu"), False
-    utts, seqs = load_data_dir(args.data_dir, label_set,
-                               cfg["featurizer"].get("streams") or ())
+    utts, seqs = load_data_dir(args.data_dir, label_set, cfg.streams)
     pred = predict_words(model, exp.featurizer, seqs, window, stride, batch_size, bf16,
                          aggregate, device, progress=not args.quiet and sys.stderr.isatty(),
                          exclusive=st.exclusive)
@@ -117,7 +116,7 @@ def run(args: argparse.Namespace) -> dict:
     n_words = sum(len(s) for s in seqs)
     info = decode_info(pred, n_words, len(seqs), device, batch_size, window, stride, bf16,
                        aggregate, threshold, st.exclusive)
-    info.update({"family": cfg["family"], "label_set": cfg["label_set"],
+    info.update({"family": cfg.family, "label_set": cfg.label_set,
                  "exp_dir": str(args.exp_dir), "data_dir": str(args.data_dir),
                  "checkpoint": args.checkpoint, "constraints": st.constraints,
                  "violations": count_violations(hyp.values(), ends=not mid_stream),

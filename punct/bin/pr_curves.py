@@ -91,8 +91,8 @@ def system_curves(exp_dir: Path, data_dir: Path, set_name: str) -> dict[str, Any
     labels = [str(x) for x in probs["labels"]]
     config = load_config(exp_dir / "config.yaml")
     ref = reference_marks(data_dir, probs["utt_ids"], probs["offsets"], labels,
-                          config["label_set"], probs["punct"].shape[0])
-    return {"system": exp_dir.name, "family": config["family"],
+                          config.label_set, probs["punct"].shape[0])
+    return {"system": exp_dir.name, "family": config.family,
             "curves": {lab: pr_points(probs["punct"][:, j], ref[:, j])
                        for j, lab in enumerate(labels)}}
 
@@ -100,8 +100,7 @@ def system_curves(exp_dir: Path, data_dir: Path, set_name: str) -> dict[str, Any
 def write_pp_stats(exp_dir: Path, data_dir: Path, set_name: str) -> dict[str, Any]:
     """PP slot statistics of a prosodic_pp system on a set -> decode_<set>/pp_stats.json."""
     exp = load_experiment(exp_dir)
-    streams = exp.config["featurizer"].get("streams") or ()
-    _, seqs = load_data_dir(data_dir, get_label_set(exp.config["label_set"]), streams)
+    _, seqs = load_data_dir(data_dir, get_label_set(exp.config.label_set), exp.config.streams)
     stats = exp.featurizer.slot_stats(seqs)
     out = exp_dir / f"decode_{set_name}" / "pp_stats.json"
     out.parent.mkdir(parents=True, exist_ok=True)

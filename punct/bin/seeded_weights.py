@@ -5,7 +5,7 @@
 Each config trains for ``--epochs`` epochs of ``--steps`` steps (its own seed, one thread)
 into ``DIR/<config name>``. With ``--compare``, every weight of each ``best.pt`` must be
 bit-identical to the one under ``OLD_DIR`` (written by the same command on the code before
-the change), and so must the resolved ``config.yaml``; the command prints one line per
+the change), and the two ``config.yaml`` must resolve to the same config; the command prints one line per
 config and exits 1 when any differs. Run both sides on the same machine: float sums in
 another order (another CPU's kernels) change the last bits.
 """
@@ -18,6 +18,8 @@ import sys
 from pathlib import Path
 
 import torch
+
+from punct.config import load_config
 
 
 def train_one(config: Path, args: argparse.Namespace, exp: Path) -> None:
@@ -45,8 +47,8 @@ def differences(new: Path, old: Path) -> list[str]:
     out += [f"{name}: max |diff| {(a[name].float() - b[name].float()).abs().max().item():.3g}"
             for name in sorted(set(a) & set(b))
             if a[name].shape != b[name].shape or not torch.equal(a[name], b[name])]
-    if (new / "config.yaml").read_text() != (old / "config.yaml").read_text():
-        out.append("config.yaml differs")
+    if load_config(new / "config.yaml") != load_config(old / "config.yaml"):
+        out.append("the resolved config.yaml differs")
     return out
 
 

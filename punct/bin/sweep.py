@@ -70,8 +70,8 @@ def sweep_system(exp_dir: str, data_dir: str, per_token: list[int], reps: int,
                  batch_size: int | None = None) -> list[dict[str, Any]]:
     """One row per N: stride, measured predictions per word, F1s, seconds, relative runtime."""
     exp = load_experiment(exp_dir, device=device)
-    ls = get_label_set(exp.config["label_set"])
-    utts, seqs = load_data_dir(data_dir, ls, exp.config["featurizer"].get("streams") or ())
+    ls = get_label_set(exp.config.label_set)
+    utts, seqs = load_data_dir(data_dir, ls, exp.config.streams)
     settings = {n: decode_settings(exp.config, device, per_token=n, aggregate=aggregate,
                                    bf16=bf16, batch_size=batch_size) for n in per_token}
     best = {n: float("inf") for n in per_token}
@@ -95,7 +95,7 @@ def sweep_system(exp_dir: str, data_dir: str, per_token: list[int], reps: int,
         scores = score_tables(utts, hypothesis_rows(utts, seqs, marks, caps, ls.labels), ls)
         metrics = scores["all"]
         rows.append({
-            "system": Path(exp_dir).name, "family": exp.config["family"], "per_token": n,
+            "system": Path(exp_dir).name, "family": exp.config.family, "per_token": n,
             "window": st.window, "stride": st.stride, "aggregate": st.aggregate,
             "bf16": st.bf16, "predictions_per_word": round(float(pred.counts.mean()), 3),
             "micro_f1": round(metrics["micro_f1"], 4), "macro_f1": round(metrics["macro_f1"], 4),

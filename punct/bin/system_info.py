@@ -19,16 +19,16 @@ import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
-from punct.config import load_config
+from punct.config import Config, load_config
 from punct.errors import PunctInputError, report_error
 from punct.models.base import Family, Registry
 
 QUERIES = ("family", "streams", "decodes_mixed_sets", "pr_curves")
 
 
-def system_streams(config: dict, family: Family) -> list[str]:
+def system_streams(config: Config, family: Family) -> list[str]:
     """The acoustic streams one system reads: its config's, then its family's."""
-    streams = list((config.get("featurizer") or {}).get("streams") or [])
+    streams = list(config.streams)
     return streams + [s for s in family.needs_streams if s not in streams]
 
 
@@ -38,10 +38,7 @@ def answer(query: str, configs: Sequence[Path]) -> list[str]:
     streams: list[str] = []
     for path in configs:
         config = load_config(path)
-        try:
-            family = Registry.get(str(config.get("family")))
-        except KeyError as err:
-            raise PunctInputError(err.args[0], path) from None
+        family = Registry.get(config.family)
         system = path.stem
         if query == "family":
             lines.append(f"{system} {family.name}")

@@ -25,7 +25,7 @@ from typing import Any
 
 import torch
 
-from punct.config import load_config
+from punct.config import OptimizerSection, load_config
 from punct.data.sequences import load_data_dir
 from punct.errors import PunctInputError, report_error
 from punct.infer.precision import (
@@ -60,7 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def time_steps(model: torch.nn.Module, batches: list[dict[str, torch.Tensor]],
-               opts: dict[str, Any], precision: str) -> float:
+               opts: OptimizerSection, precision: str) -> float:
     """Seconds for one optimizer step per batch (after one untimed warm-up step)."""
     dtype = autocast_dtype(precision)
     optimizer = build_optimizer(model, opts)
@@ -89,21 +89,21 @@ def time_steps(model: torch.nn.Module, batches: list[dict[str, torch.Tensor]],
 def run(args: argparse.Namespace) -> dict[str, Any]:
     threads = set_num_threads(args.num_threads)
     config = load_config(args.config, args.set)
-    family = lookup("family", config["family"])
-    label_set = get_label_set(config["label_set"])
-    _, seqs = load_data_dir(args.data_dir, label_set, config["featurizer"].get("streams") or ())
-    seed_everything(int(config["train"]["seed"]))
+    family = lookup("family", config.family)
+    label_set = get_label_set(config.label_set)
+    _, seqs = load_data_dir(args.data_dir, label_set, config.streams)
+    seed_everything(config.train.seed)
     featurizer = family.make_featurizer(config)
     featurizer.fit(seqs)
     model = family.make_model(config, featurizer)
-    dropout_masks = apply_dropout_masks(model, config["train"], "cpu")
+    dropout_masks = apply_dropout_masks(model, config.train, "cpu")
     on_epoch_start = getattr(model, "on_epoch_start", None)
     if callable(on_epoch_start):  # past any frozen-encoder epochs: the whole model trains
         on_epoch_start(10**6)
     initial = copy.deepcopy(model.state_dict())
-    tcfg = config["train"]
-    size = args.batch_size or int(tcfg["batch_size"])
-    windows = featurizer.windows(seqs, int(tcfg["window"]), int(tcfg["stride"]))
+    tcfg = config.train
+    size = args.batch_size or tcfg.batch_size
+    windows = featurizer.windows(seqs, tcfg.window, tcfg.stride)
     need = size * args.steps
     if len(windows) < need:
         raise PunctInputError(f"{args.data_dir} gives {len(windows)} windows; "
@@ -116,15 +116,15 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     for _ in range(args.reps):
         for precision in precisions:
             model.load_state_dict(initial)
-            seconds = time_steps(model, batches, tcfg["optimizer"], precision)
+            seconds = time_steps(model, batches, tcfg.optimizer, precision)
             best[precision] = min(best.get(precision, float("inf")), seconds)
     flags = sorted(cpu_flags() & BF16_CPU_FLAGS)
     rows = [{"precision": p, "seconds": round(best[p], 3),
              "tokens_per_s": round(tokens / best[p], 1),
              "speedup_vs_fp32": (round(best["fp32"] / best[p], 3) if "fp32" in best else None)}
             for p in precisions]
-    return {"config": str(args.config), "family": config["family"], "data_dir": args.data_dir,
-            "steps": args.steps, "batch_size": size, "window": int(tcfg["window"]),
+    return {"config": str(args.config), "family": config.family, "data_dir": args.data_dir,
+            "steps": args.steps, "batch_size": size, "window": tcfg.window,
             "tokens": tokens, "threads": threads, "cpu": cpu_model(), "bf16_flags": flags,
             "auto_precision": resolve_precision("auto", "cpu"), "reps": args.reps, "rows": rows,
             "dropout_masks": dropout_masks, "torch": torch.__version__}

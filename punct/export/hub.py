@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 from collections.abc import Mapping
@@ -24,7 +25,7 @@ import torch
 from safetensors.torch import save_file
 
 from punct import __version__
-from punct.config import load_config
+from punct.config import Config, load_config
 from punct.errors import MissingDataError
 from punct.export.card import model_card
 from punct.export.system import (
@@ -40,22 +41,23 @@ from punct.labels import CAP_LABELS, get_label_set
 from punct.models.checkpoint import load_checkpoint
 
 
-def export_config(config: dict[str, Any], thresholds: dict[str, float] | None) -> dict[str, Any]:
+def export_config(config: Config, thresholds: dict[str, float] | None) -> dict[str, Any]:
     """The ``config.json`` document of an exported system."""
-    label_set = get_label_set(config["label_set"])
+    label_set = get_label_set(config.label_set)
+    data = config.to_dict()
     return {
         "format": EXPORT_FORMAT,
         "format_version": EXPORT_VERSION,
         "punct_version": __version__,
-        "family": config["family"],
+        "family": config.family,
         "label_set": label_set.name,
         "labels": list(label_set.labels),
         "cap_labels": list(CAP_LABELS),
         "decision_rule": decision_rule(label_set),
         "thresholds": thresholds,
-        "decode": config.get("decode") or {},
-        "streams": list(config.get("featurizer", {}).get("streams") or []),
-        "config": config,
+        "decode": data["decode"],
+        "streams": list(config.streams),
+        "config": data,
     }
 
 
@@ -85,12 +87,13 @@ def export_hub(exp_dir: str | Path, out: str | Path, checkpoint: str = "best",
     config = load_config(exp_dir / "config.yaml")
     thresholds = read_thresholds(exp_dir)
     if thresholds:
-        config.setdefault("decode", {})["thresholds"] = thresholds
+        config = config.replace(decode=dataclasses.replace(config.decode,
+                                                           thresholds=thresholds))
     doc = export_config(config, thresholds)
     (out / CONFIG_FILE).write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n",
                                    encoding="utf-8")
     save_file(state_tensors(exp_dir / f"{checkpoint}.pt"), str(out / WEIGHTS_FILE),
-              metadata={"format": "pt", "family": str(config["family"])})
+              metadata={"format": "pt", "family": config.family})
     shutil.copytree(exp_dir / FEATURIZER_DIR, out / FEATURIZER_DIR)
     (out / "README.md").write_text(model_card(exp_dir, doc, train_data, **(card_facts or {})),
                                    encoding="utf-8")

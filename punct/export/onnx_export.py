@@ -23,7 +23,6 @@ import numpy as np
 import torch
 from torch import nn
 
-from punct.config import decode_window
 from punct.errors import PunctInputError
 from punct.export.system import System, load_system
 from punct.extras import require
@@ -88,7 +87,7 @@ def export_onnx(directory: str | Path, quantize: bool = False, opset: int = 17) 
     if system.family not in SUPPORTED or system.streams:
         raise PunctInputError(f"ONNX export covers the text families {', '.join(SUPPORTED)}; "
                               f"not {system.family!r}", directory)
-    window, stride = decode_window(system.config)
+    window, stride = system.config.decode_window()
     batch = sample_batch(system, window, stride)
     model = system.model.float().eval()
     for module in model.modules():  # one attention chunk: no loop over steps in the graph

@@ -13,14 +13,14 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import torch
 from safetensors.torch import load_file
 
+from punct.config import Config, resolve_config
 from punct.errors import MissingDataError, PunctInputError
 from punct.extras import require
-from punct.infer.decode import load_experiment, read_thresholds
+from punct.infer.decode import load_experiment
 from punct.labels import LabelSet, get_label_set
 from punct.models.base import Featurizer, PunctModel, Registry, weights_from_checkpoint
 
@@ -35,7 +35,7 @@ FEATURIZER_DIR = "featurizer"
 class System:
     """A trained system ready to decode."""
 
-    config: dict[str, Any]
+    config: Config
     featurizer: Featurizer
     model: PunctModel
     label_set: LabelSet
@@ -45,12 +45,12 @@ class System:
 
     @property
     def family(self) -> str:
-        return str(self.config["family"])
+        return self.config.family
 
     @property
     def streams(self) -> tuple[str, ...]:
         """Acoustic feature streams the featurizer needs (none for text systems)."""
-        return tuple(self.config.get("featurizer", {}).get("streams") or ())
+        return self.config.streams
 
 
 def decision_rule(label_set: LabelSet) -> str:
@@ -105,12 +105,9 @@ def load_system(path_or_id: str | Path, device: torch.device | str = "cpu",
 
 
 def _load_experiment(exp_dir: Path, checkpoint: str) -> System:
-    exp = load_experiment(exp_dir, checkpoint, "cpu")
-    thresholds = read_thresholds(exp_dir)
-    if thresholds:
-        exp.config.setdefault("decode", {})["thresholds"] = thresholds
-    return System(exp.config, exp.featurizer, exp.model, get_label_set(exp.config["label_set"]),
-                  thresholds, exp_dir, exported=False)
+    exp = load_experiment(exp_dir, checkpoint, "cpu")  # with decode.thresholds when tuned
+    return System(exp.config, exp.featurizer, exp.model, get_label_set(exp.config.label_set),
+                  exp.config.decode.thresholds, exp_dir, exported=False)
 
 
 def _load_exported(directory: Path) -> System:
@@ -119,18 +116,18 @@ def _load_exported(directory: Path) -> System:
         raise PunctInputError(f"export format version {meta['format_version']} is newer than "
                               f"this punct ({EXPORT_VERSION}); upgrade punct-recipes",
                               directory / CONFIG_FILE)
-    config = meta["config"]
+    thresholds = meta.get("thresholds")
+    if thresholds:  # the engine reads them from decode.thresholds
+        thresholds = {str(k): float(v) for k, v in thresholds.items()}
+        meta["config"].setdefault("decode", {})["thresholds"] = thresholds
+    config = resolve_config(meta["config"], path=directory / CONFIG_FILE)
     weights = directory / WEIGHTS_FILE
     if not weights.is_file():
         raise MissingDataError("exported system without weights", weights)
-    family = Registry.get(config["family"])
+    family = Registry.get(config.family)
     featurizer = family.load_featurizer(directory / FEATURIZER_DIR, config)
     with weights_from_checkpoint():  # model.safetensors holds every weight
         model = family.make_model(config, featurizer)
     model.load_state_dict(load_file(str(weights)))
-    thresholds = meta.get("thresholds")
-    if thresholds:  # the engine reads them from decode.thresholds
-        thresholds = {str(k): float(v) for k, v in thresholds.items()}
-        config.setdefault("decode", {})["thresholds"] = thresholds
-    return System(config, featurizer, model, get_label_set(config["label_set"]),
+    return System(config, featurizer, model, get_label_set(config.label_set),
                   thresholds or None, directory, exported=True)

@@ -22,6 +22,7 @@ JSON then says ``cap_modelled: false`` so the scorer can show n/a.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from collections.abc import Mapping, Sequence
@@ -33,7 +34,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from punct.config import decode_window, load_config
+from punct.config import Config, load_config
 from punct.data.windows import stride_for
 from punct.errors import MissingDataError, PunctInputError
 from punct.infer.aggregate import SlotAggregator
@@ -333,7 +334,7 @@ def read_thresholds(exp_dir: str | Path, label_set: str | None = None
 class Experiment:
     """A trained system loaded from its experiment directory."""
 
-    config: dict[str, Any]
+    config: Config
     featurizer: Featurizer
     model: PunctModel
     exp_dir: Path
@@ -345,7 +346,7 @@ def load_experiment(exp_dir: str | Path, checkpoint: str = "best",
 
     exp_dir = Path(exp_dir)
     config = load_config(exp_dir / "config.yaml")
-    family = Registry.get(config["family"])
+    family = Registry.get(config.family)
     ckpt_path = exp_dir / f"{checkpoint}.pt"
     if not ckpt_path.is_file():
         raise MissingDataError(f"no checkpoint {ckpt_path.name} in {exp_dir} (train first)",
@@ -355,9 +356,9 @@ def load_experiment(exp_dir: str | Path, checkpoint: str = "best",
     with weights_from_checkpoint():  # the checkpoint holds every weight
         model = family.make_model(config, featurizer)
     model.load_state_dict(state["model"])
-    tuned = read_thresholds(exp_dir, config["label_set"])
+    tuned = read_thresholds(exp_dir, config.label_set)
     if tuned is not None:
-        config["decode"]["thresholds"] = tuned
+        config = config.replace(decode=dataclasses.replace(config.decode, thresholds=tuned))
     model.to(torch.device(device))
     model.eval()
     return Experiment(config, featurizer, model, exp_dir)
@@ -383,7 +384,7 @@ class DecodeSettings:
         return self.window / self.stride
 
 
-def decode_settings(config: dict[str, Any], device: torch.device | str = "cpu", *,
+def decode_settings(config: Config, device: torch.device | str = "cpu", *,
                     window: int | None = None, stride: int | None = None,
                     per_token: int | None = None, batch_size: int | None = None,
                     aggregate: str | None = None, bf16: bool | str | None = None,
@@ -395,8 +396,8 @@ def decode_settings(config: dict[str, Any], device: torch.device | str = "cpu", 
     cannot be combined with ``stride``; bf16 ``auto`` is resolved for ``device``.
     """
 
-    dec = config.get("decode") or {}
-    cfg_window, cfg_stride = decode_window(config)
+    dec = config.decode
+    cfg_window, cfg_stride = config.decode_window()
     window = window or cfg_window
     if per_token is not None and stride is not None:
         raise ValueError("give either a stride or predictions per token, not both")
@@ -405,25 +406,25 @@ def decode_settings(config: dict[str, Any], device: torch.device | str = "cpu", 
     stride = stride or min(cfg_stride, window)
     if not 1 <= stride <= window:
         raise ValueError(f"need 1 <= stride <= window, got window {window} stride {stride}")
-    size = batch_size or int(dec.get("batch_size") or 32)
+    size = batch_size or dec.batch_size
     if size < 1:
         raise ValueError(f"batch size must be >= 1, got {size}")
-    mode = aggregate or str(dec.get("aggregate", "mean"))
+    mode = aggregate or dec.aggregate
     if mode not in ("mean", "sum"):
         raise ValueError(f"unknown aggregation {mode!r} (known: mean, sum)")
-    use_bf16 = resolve_bf16(dec.get("bf16", False) if bf16 is None else bf16, device)
-    label_set = get_label_set(config["label_set"])
-    thr: float | tuple[float, ...] = float(dec.get("threshold", 0.5))
+    use_bf16 = resolve_bf16(dec.bf16 if bf16 is None else bf16, device)
+    label_set = get_label_set(config.label_set)
+    thr: float | tuple[float, ...] = dec.threshold
     if threshold is not None:
         thr = float(threshold)
-    elif dec.get("thresholds"):
-        tuned = dec["thresholds"]
+    elif dec.thresholds:
+        tuned = dec.thresholds
         thr = tuple(float(tuned.get(lab, thr)) for lab in label_set.labels)
     # "seen" is resolved into the list by the trainer; a config that has not been
     # through training has no training sets to restrict to, and decodes as "all"
-    combos = dec.get("combinations")
+    combos = dec.combinations
     allowed = (tuple(tuple(c) for c in combos)
                if isinstance(combos, list) and not label_set.exclusive else None)
-    rules = bool(dec.get("constraints", True)) if constraints is None else constraints
+    rules = dec.constraints if constraints is None else constraints
     return DecodeSettings(int(window), int(stride), size, mode, use_bf16, thr,
                           label_set.exclusive, allowed, rules)

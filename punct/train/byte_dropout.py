@@ -23,7 +23,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from punct.config import DROPOUT_MASKS
+from punct.config import DROPOUT_MASKS, TrainSection
 
 BYTE_ATTENTION = "punct_sdpa_bytes"
 """The attention implementation name registered with transformers."""
@@ -107,11 +107,11 @@ def uses_byte_masks(setting: str, device: torch.device | str) -> bool:
     return setting == "bytes" or (setting == "auto" and torch.device(device).type == "cpu")
 
 
-def apply_dropout_masks(model: nn.Module, train: dict[str, Any],
+def apply_dropout_masks(model: nn.Module, train: TrainSection,
                         device: torch.device | str) -> str:
     """Install byte masks in ``model`` when the ``train:`` section's ``dropout_masks``
     asks for them on ``device``; return the masks in effect (``bytes`` or ``torch``)."""
-    if uses_byte_masks(str(train.get("dropout_masks", "auto")), device):
+    if uses_byte_masks(train.dropout_masks, device):
         install_byte_dropout(model)
         return "bytes"
     return "torch"

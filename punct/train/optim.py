@@ -1,13 +1,13 @@
 """Optimizers and learning-rate schedules of the trainer.
 
-``build_optimizer(model, opts)`` asks the model for parameter groups when it defines
-``param_groups(opts) -> list[dict]`` (e.g. a lower learning rate for a pretrained encoder
+``build_optimizer(model, optimizer)`` asks the model for parameter groups when it defines
+``param_groups(optimizer) -> list[dict]`` (e.g. a lower learning rate for a pretrained encoder
 than for the head); otherwise every parameter that requires a gradient forms one group.
 Families that freeze and later unfreeze parts of the model must put the frozen
 parameters into a group from the start (an optimizer skips parameters without gradient).
 
 Adam and AdamW use torch's fused implementation (one kernel for all parameters) unless
-``fused`` or ``foreach`` is given: on a 2-core CPU it takes a 22M-parameter step in about
+``train.optimizer.fused`` is false: on a 2-core CPU it takes a 22M-parameter step in about
 a fifth of the time of the per-parameter loop, which is the part of a training step that
 bf16 autocast cannot speed up.
 
@@ -23,7 +23,7 @@ from typing import Any
 
 import torch
 
-from punct.config import LOOKAHEAD_PREFIX, LR_DECAYS, OPTIMIZER_BASES, OPTIMIZER_NAMES
+from punct.config import LOOKAHEAD_PREFIX, LR_DECAYS, OPTIMIZER_BASES, OptimizerSection
 from punct.train.lookahead import LookAhead
 
 LOOKAHEAD_KEYS = ("k", "alpha")
@@ -47,34 +47,31 @@ def _fusable(params: list[torch.nn.Parameter] | list[dict[str, Any]]) -> bool:
 
 
 def make_optimizer(params: list[torch.nn.Parameter] | list[dict[str, Any]],
-                   opts: dict[str, Any]) -> torch.optim.Optimizer:
-    """An optimizer by ``opts['name']``; other keys are passed to the optimizer."""
-    opts = {key: value for key, value in opts.items() if value is not None}  # null: unset
-    name = str(opts.pop("name", "adamw")).lower()
-    if name not in OPTIMIZER_NAMES:
-        raise ValueError(f"unknown optimizer {name!r} (known: {', '.join(OPTIMIZER_NAMES)})")
+                   optimizer: OptimizerSection) -> torch.optim.Optimizer:
+    """The optimizer ``optimizer.name`` over ``params`` with the section's options."""
     if not params:
         raise ValueError("the model has no trainable parameters")
     params = [dict(g, params=list(g["params"])) if isinstance(g, dict) else g for g in params]
-    if (name.removeprefix(LOOKAHEAD_PREFIX) in FUSED and "fused" not in opts
-            and "foreach" not in opts and _fusable(params)):
+    opts = optimizer.kwargs()
+    name = optimizer.name
+    if (optimizer.fused is None and name.removeprefix(LOOKAHEAD_PREFIX) in FUSED
+            and _fusable(params)):
         opts["fused"] = True
     if name.startswith(LOOKAHEAD_PREFIX):
         wrap = {key: opts.pop(key) for key in LOOKAHEAD_KEYS if key in opts}
         inner = OPTIMIZERS[name.removeprefix(LOOKAHEAD_PREFIX)](params, **opts)
         return LookAhead(inner, **wrap)
-    bad = sorted(set(opts) & set(LOOKAHEAD_KEYS))
-    if bad:
-        raise ValueError(f"optimizer keys {bad} need a lookahead_* optimizer, not {name!r}")
     return OPTIMIZERS[name](params, **opts)
 
 
-def build_optimizer(model: torch.nn.Module, opts: dict[str, Any]) -> torch.optim.Optimizer:
-    """The optimizer of ``train.optimizer`` over the model's parameter groups."""
+def build_optimizer(model: torch.nn.Module, optimizer: OptimizerSection
+                    ) -> torch.optim.Optimizer:
+    """The optimizer of ``train.optimizer`` over the model's parameter groups (a model may
+    define ``param_groups(optimizer)``)."""
     groups = getattr(model, "param_groups", None)
     if callable(groups):
-        return make_optimizer(groups(dict(opts)), opts)
-    return make_optimizer([p for p in model.parameters() if p.requires_grad], opts)
+        return make_optimizer(groups(optimizer), optimizer)
+    return make_optimizer([p for p in model.parameters() if p.requires_grad], optimizer)
 
 
 def warmup_factor(step: int, warmup_steps: int) -> float:

@@ -30,6 +30,7 @@ Experiment directory: ``config.yaml`` (resolved), ``env.json``, ``featurizer/``,
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import sys
@@ -40,10 +41,9 @@ from typing import Any, TextIO
 
 import numpy as np
 import torch
-import yaml
 from tqdm import tqdm
 
-from punct.config import DEFAULTS, augment_section, deep_merge, load_config, load_yaml, save_config
+from punct.config import Config, load_config, save_config
 from punct.data.augment import Augmenter, TrainingAugmenter, word_counts
 from punct.data.confusable import load_neighbours
 from punct.data.sequences import cut_seq, load_data_dir, rows_to_seq
@@ -129,14 +129,14 @@ def _mean_loss(model: PunctModel, featurizer: Featurizer, windows: list[Window],
     return total / count
 
 
-def evaluate(model: PunctModel, featurizer: Featurizer, config: dict[str, Any],
+def evaluate(model: PunctModel, featurizer: Featurizer, config: Config,
              dev_utts: dict[str, Any], dev_seqs: list[Any], dev_loss_windows: list[Window],
              device: torch.device | str = "cpu", mid_stream: bool = False
              ) -> dict[str, float | None]:
     """Dev loss and dev micro-F1 (decoded with the shared decoder and decode settings, as
     stage 6 decodes the set: ``mid_stream``, its utterances are cut out of a stream)."""
     device = torch.device(device)
-    labels = get_label_set(config["label_set"]).labels
+    labels = get_label_set(config.label_set).labels
     st = decode_settings(config, device)
     pred = predict_words(model, featurizer, dev_seqs, st.window, st.stride,
                          batch_size=st.batch_size, bf16=st.bf16, aggregate=st.aggregate,
@@ -146,18 +146,18 @@ def evaluate(model: PunctModel, featurizer: Featurizer, config: dict[str, Any],
                          edges=data_dir_edges(dev_seqs, mid_stream))
     out: dict[str, float | None] = {
         "dev_loss": _mean_loss(model, featurizer, dev_loss_windows,
-                               int(config["train"]["batch_size"]), device)
+                               config.train.batch_size, device)
     }
     hyp = hypothesis_rows(dev_utts, dev_seqs, marks, caps, labels)
-    summary = score_tables(dev_utts, hyp, config["label_set"])["all"]
+    summary = score_tables(dev_utts, hyp, config.label_set)["all"]
     out["dev_micro_f1"] = summary["micro_f1"]
     out["dev_cap_micro_f1"] = summary["cap_micro_f1"] if pred.cap is not None else None
     return out
 
 
-def _prepare_init(config: dict[str, Any]) -> tuple[dict[str, Any] | None, Path | None]:
+def _prepare_init(config: Config) -> tuple[Config | None, Path | None]:
     """Resolved config and directory of the ``init_from`` experiment (None without one)."""
-    init = config.get("init_from")
+    init = config.init_from
     if not init:
         return None, None
     init_dir = Path(init)
@@ -165,49 +165,46 @@ def _prepare_init(config: dict[str, Any]) -> tuple[dict[str, Any] | None, Path |
         raise MissingDataError(f"init_from: no best.pt in {init_dir} (train that system first)",
                                init_dir)
     init_cfg = load_config(init_dir / "config.yaml")
-    if init_cfg["family"] != config["family"]:
-        raise PunctInputError(f"init_from {init_dir} is a {init_cfg['family']} model, "
-                              f"this config trains {config['family']}")
-    if init_cfg["label_set"] != config["label_set"]:
-        raise PunctInputError(f"init_from {init_dir} uses label set {init_cfg['label_set']}, "
-                              f"this config {config['label_set']}")
-    init_cfg.pop("init_config", None)
-    return init_cfg, init_dir
+    if init_cfg.family != config.family:
+        raise PunctInputError(f"init_from {init_dir} is a {init_cfg.family} model, "
+                              f"this config trains {config.family}", config.source)
+    if init_cfg.label_set != config.label_set:
+        raise PunctInputError(f"init_from {init_dir} uses label set {init_cfg.label_set}, "
+                              f"this config {config.label_set}", config.source)
+    return init_cfg.replace(init_config=None), init_dir
 
 
-def _check_resume_config(config: dict[str, Any], exp_dir: Path) -> None:
+def _check_resume_config(config: Config, exp_dir: Path) -> None:
     """``--resume`` must continue the same experiment: same resolved config."""
     path = exp_dir / "config.yaml"
     if not path.is_file():
         raise MissingDataError(f"nothing to resume: no config.yaml in {exp_dir} "
                                "(run without --resume to train from scratch)", exp_dir)
     # keys added since the experiment was written count at their defaults
-    saved = deep_merge(DEFAULTS, load_yaml(path.read_text(encoding="utf-8")))
-    current = load_yaml(yaml.safe_dump(config, sort_keys=False))
+    saved, current = load_config(path).to_dict(), config.to_dict()
     if saved != current:
         keys = sorted(k for k in set(saved) | set(current) if saved.get(k) != current.get(k))
         raise PunctInputError(f"--resume: the config differs from the experiment's in {keys}; "
                               "rerun without --resume to start over", path)
 
 
-def _resolve_combinations(config: dict[str, Any], train_dir: Path) -> dict[str, Any]:
+def _resolve_combinations(config: Config, train_dir: Path) -> Config:
     """``decode.combinations: seen`` becomes the list of the sets of marks on one training
     word (multi-label sets; an exclusive set decodes by argmax and keeps the setting)."""
-    decode = config.get("decode") or {}
-    if decode.get("combinations") != "seen":
+    if config.decode.combinations != "seen":
         return config
-    label_set = get_label_set(config["label_set"])
+    label_set = get_label_set(config.label_set)
     if label_set.exclusive:
-        return dict(config, decode=dict(decode, combinations="all"))
+        return config.replace(decode=dataclasses.replace(config.decode, combinations="all"))
     table = train_dir / "words.tsv"
     if not table.is_file():
         raise MissingDataError(f"no word table in {train_dir} (run stage 1 first)", table)
     targets = (rows_to_seq(rows, label_set).punct for rows in read_word_table(table).values())
-    return dict(config, decode=dict(decode,
-                                    combinations=seen_combinations(targets, label_set.labels)))
+    seen = [list(marks) for marks in seen_combinations(targets, label_set.labels)]
+    return config.replace(decode=dataclasses.replace(config.decode, combinations=seen))
 
 
-def train_experiment(config: dict[str, Any], train_dir: str | Path, dev_dir: str | Path,
+def train_experiment(config: Config, train_dir: str | Path, dev_dir: str | Path,
                      exp_dir: str | Path, threads: int | None = None, quiet: bool = False,
                      progress: bool | None = None, resume: bool = False,
                      dist: Dist | None = None) -> dict[str, Any]:
@@ -221,12 +218,12 @@ def train_experiment(config: dict[str, Any], train_dir: str | Path, dev_dir: str
     dist = dist or Dist()
     exp_dir = Path(exp_dir)
     exp_dir.mkdir(parents=True, exist_ok=True)
-    seed = int(config["train"]["seed"])
+    seed = config.train.seed
     if progress is None:
         progress = not quiet and sys.stderr.isatty()
     init_cfg, init_dir = _prepare_init(config)
     if init_cfg is not None:
-        config = dict(config, init_config=init_cfg)
+        config = config.replace(init_config=init_cfg)
     config = _resolve_combinations(config, Path(train_dir))
     if resume:
         _check_resume_config(config, exp_dir)
@@ -270,17 +267,17 @@ class _Progress:
 class _Run:
     """One training run: the model, its data and optimizer, and the loop over epochs."""
 
-    def __init__(self, config: dict[str, Any], train_dir: Path, dev_dir: Path, exp_dir: Path,
+    def __init__(self, config: Config, train_dir: Path, dev_dir: Path, exp_dir: Path,
                  init_dir: Path | None, log: Logger, progress: bool, dist: Dist,
                  guard: PreemptionGuard):
-        self.config, self.tcfg = config, config["train"]
+        self.config, self.tcfg = config, config.train
         self.exp_dir, self.log, self.progress = exp_dir, log, progress
         self.dist, self.device, self.guard = dist, dist.device, guard
-        self.seed = int(self.tcfg["seed"])
+        self.seed = self.tcfg.seed
         self.rng = seed_everything(self.seed)
-        family = Registry.get(config["family"])
-        label_set = get_label_set(config["label_set"])
-        streams = config["featurizer"].get("streams") or ()
+        family = Registry.get(config.family)
+        label_set = get_label_set(config.label_set)
+        streams = config.streams
         train_utts, self.train_seqs = load_data_dir(train_dir, label_set, streams)
         self.dev_utts, self.dev_seqs = load_data_dir(dev_dir, label_set, streams)
         self.dev_mid_stream = ends_mid_stream(dev_dir)
@@ -304,12 +301,12 @@ class _Run:
         dist.broadcast_module(self.model)
         if dist.world_size > 1:  # independent dropout masks on each rank
             torch.manual_seed(self.seed + 7919 * (dist.rank + 1))
-        self.optimizer = build_optimizer(self.model, self.tcfg["optimizer"])
-        window, stride = int(self.tcfg["window"]), int(self.tcfg["stride"])
+        self.optimizer = build_optimizer(self.model, self.tcfg.optimizer)
+        window, stride = self.tcfg.window, self.tcfg.stride
         self.window, self.stride = window, stride
         self.first_windows = featurizer.windows(self.train_seqs, window, stride)
         self.train_windows = self.first_windows
-        if self.tcfg.get("shift_windows") and any(s.feats for s in self.train_seqs):
+        if self.tcfg.shift_windows and any(s.feats for s in self.train_seqs):
             raise PunctInputError("train.shift_windows cuts utterances at words: it needs "
                                   "text-only training data (this family reads acoustic "
                                   "streams)", train_dir / "words.tsv")
@@ -317,8 +314,8 @@ class _Run:
         self.dev_loss_windows = featurizer.windows(self.dev_seqs, window, window)
         if not self.train_windows:
             raise PunctInputError("the training set gives no windows", train_dir / "words.tsv")
-        self.batch_size, lr_scale = device_batch(int(self.tcfg["batch_size"]),
-                                                 self.tcfg.get("gpu_batch_size"),
+        self.batch_size, lr_scale = device_batch(self.tcfg.batch_size,
+                                                 self.tcfg.gpu_batch_size,
                                                  self.device.type)
         if lr_scale != 1.0:
             for group in self.optimizer.param_groups:
@@ -326,23 +323,23 @@ class _Run:
             self.log(f"train.gpu_batch_size: batches of {self.batch_size} on "
                      f"{self.device.type}, learning rates x{lr_scale:g}")
         steps = math.ceil(len(self.train_windows) / self.batch_size)
-        if self.tcfg.get("max_steps_per_epoch"):
-            steps = min(steps, int(self.tcfg["max_steps_per_epoch"]))
+        if self.tcfg.max_steps_per_epoch:
+            steps = min(steps, self.tcfg.max_steps_per_epoch)
         self.steps_per_epoch = steps
         self.scheduler = self._make_scheduler(steps)
-        self.precision = resolve_precision(self.tcfg.get("precision"), self.device)
+        self.precision = resolve_precision(self.tcfg.precision, self.device)
         self.autocast = autocast_dtype(self.precision)
         self.scaler = (torch.amp.GradScaler(self.device.type) if self.precision == "fp16"
                        else None)
-        self.grad_clip = float(self.tcfg.get("grad_clip") or 0.0)
-        self.criterion = self.tcfg["early_stopping"]
+        self.grad_clip = self.tcfg.grad_clip
+        self.criterion = self.tcfg.early_stopping
 
     def _make_augmenter(self, utts: dict[str, list[WordRow]], label_set: LabelSet,
                         train_dir: Path) -> TrainingAugmenter | None:
         """``train.augment`` (None when off): the unigram counts of the training words and,
         for confusable substitutions, the neighbour table (built by rank 0 and cached in
         ``augment_neighbours.json`` of the experiment directory)."""
-        options = augment_section(self.config)
+        options = self.tcfg.augment
         if not options.active:
             return None
         if any(s.feats for s in self.train_seqs):
@@ -368,12 +365,12 @@ class _Run:
     def _make_scheduler(self, steps: int) -> torch.optim.lr_scheduler.LambdaLR:
         """Warm-up (``warmup_steps``, else ``warmup_epochs`` x steps), restarted when the
         model's encoder starts training after ``freeze_epochs``, and ``lr_decay``."""
-        warmup = self.tcfg.get("warmup_steps")
+        warmup = self.tcfg.warmup_steps
         if warmup is None:
-            warmup = round(float(self.tcfg.get("warmup_epochs") or 0) * steps)
-        total = steps * int(self.tcfg["epochs"])
+            warmup = round(self.tcfg.warmup_epochs * steps)
+        total = steps * self.tcfg.epochs
         restart = int(getattr(self.model, "freeze_epochs", 0) or 0) * steps
-        decay = str(self.tcfg.get("lr_decay") or "none")
+        decay = self.tcfg.lr_decay
         return torch.optim.lr_scheduler.LambdaLR(
             self.optimizer, lambda step: lr_factor(step, total, int(warmup), decay, restart))
 
@@ -477,18 +474,18 @@ class _Run:
     # -- the loop --------------------------------------------------------------------
     def train(self, resume: bool, t0: float) -> dict[str, Any]:
         n_params = sum(p.numel() for p in self._trained_params())
-        self.log(f"train {self.config['family']} on {sum(len(s) for s in self.train_seqs)} "
+        self.log(f"train {self.config.family} on {sum(len(s) for s in self.train_seqs)} "
                  f"words ({len(self.train_seqs)} utts, {len(self.train_windows)} windows), dev "
                  f"{sum(len(s) for s in self.dev_seqs)} words; {n_params} trainable "
                  f"parameters; seed {self.seed}; threads {torch.get_num_threads()}; "
                  f"{self.dist.world_size} process(es) on {self.device}; precision "
-                 f"{self.precision} (train.precision: {self.tcfg.get('precision')}); "
+                 f"{self.precision} (train.precision: {self.tcfg.precision}); "
                  f"dropout masks {self.dropout_masks}")  # punct.bin.stage_times reads it
         state = self._restore() if resume else _Progress()
         hook = getattr(self.model, "on_epoch_start", None)
         epoch = state.epoch + 1 if state.epoch_done else state.epoch
         mid_epoch = resume and not state.epoch_done
-        while not state.finished and epoch <= int(self.tcfg["epochs"]):
+        while not state.finished and epoch <= self.tcfg.epochs:
             if not mid_epoch:
                 if callable(hook):  # e.g. unfreeze the encoder after k epochs
                     hook(epoch)
@@ -508,15 +505,15 @@ class _Run:
                    "precision": self.precision,
                    "seconds": round(time.perf_counter() - t0, 2),
                    "checkpoint": str(self.exp_dir / BEST)}
-        self.log(f"done: {self.config['family']} best epoch {best['epoch']}/{len(history)} "
+        self.log(f"done: {self.config.family} best epoch {best['epoch']}/{len(history)} "
                  f"dev micro-F1 {best['dev_micro_f1']:.4f} dev loss {best['dev_loss']:.4f} in "
                  f"{summary['seconds']:.1f}s -> {self.exp_dir / BEST}")
         return summary
 
     def _tune_thresholds(self) -> None:
         """Rank 0, multi-label sets: per-mark thresholds of the best model on dev."""
-        label_set = get_label_set(self.config["label_set"])
-        if label_set.exclusive or not self.tcfg.get("tune_thresholds", True):
+        label_set = get_label_set(self.config.label_set)
+        if label_set.exclusive or not self.tcfg.tune_thresholds:
             return
         state = load_checkpoint(self.exp_dir / BEST)
         self.model.load_state_dict(state["model"])
@@ -545,7 +542,7 @@ class _Run:
         data-parallel rank the same global batches. The epoch keeps its number of steps: a
         shifted epoch has a few more windows (one more per cut utterance), and those
         beyond the steps are left out at random."""
-        shift = epoch > 1 and self.tcfg.get("shift_windows")
+        shift = epoch > 1 and self.tcfg.shift_windows
         if not shift and self.augmenter is None:
             return self.first_windows
         seqs = self.train_seqs
@@ -572,7 +569,7 @@ class _Run:
         last_note = e0
         todo = [(index, chunk) for index, chunk in enumerate(batched(order, self.batch_size))
                 if index >= state.step]  # the steps done before an interruption are skipped
-        ahead = prefetch_depth(self.tcfg.get("prefetch_batches"), self.device.type)
+        ahead = prefetch_depth(self.tcfg.prefetch_batches, self.device.type)
         for index, chunk, batch in prefetched(
                 ((i, c, self._batch(c)) for i, c in todo), ahead):
             reduced = self._step(batch, epoch)
@@ -595,7 +592,7 @@ class _Run:
         if self.dist.is_main:
             stop = self._end_epoch(state, e0)
         stop, preempt = self.dist.any_flag(self.guard.requested, stop)
-        state.epoch_done, state.finished = True, stop or epoch >= int(self.tcfg["epochs"])
+        state.epoch_done, state.finished = True, stop or epoch >= self.tcfg.epochs
         state.shuffle_state = self.rng.bit_generator.state  # the next epoch's permutation
         self._save(state)
         self.dist.barrier()
@@ -628,8 +625,8 @@ class _Run:
                  + (" *" if improved else ""))
         (self.exp_dir / "history.json").write_text(json.dumps(state.history, indent=1) + "\n",
                                                    encoding="utf-8")
-        if (state.bad_epochs >= int(self.tcfg["patience"])
-                and state.epoch >= int(self.tcfg.get("min_epochs", 0))):
+        if (state.bad_epochs >= self.tcfg.patience
+                and state.epoch >= self.tcfg.min_epochs):
             self.log(f"early stopping after epoch {state.epoch}: no dev {self.criterion} "
                      f"improvement in {state.bad_epochs} epochs")
             return True
