@@ -5,9 +5,9 @@
 Each config trains for ``--epochs`` epochs of ``--steps`` steps (its own seed, one thread)
 into ``DIR/<config name>``. With ``--compare``, every weight of each ``best.pt`` must be
 bit-identical to the one under ``OLD_DIR`` (written by the same command on the code before
-the change), and the two ``config.yaml`` must resolve to the same config; the command prints one line per
-config and exits 1 when any differs. Run both sides on the same machine: float sums in
-another order (another CPU's kernels) change the last bits.
+the change), and the two ``config.yaml`` must resolve to the same config; the command
+prints one line per config and exits 1 when any differs. Run both sides on the same
+machine: float sums in another order (another CPU's kernels) change the last bits.
 """
 
 from __future__ import annotations
