@@ -93,7 +93,8 @@ class Restorer:
                  context_words: int | None = None,
                  nonspeech: NonSpeechMap | str | None = None, **decode: Any):
         if precision is not None and precision not in PRECISIONS:
-            raise ValueError(f"precision must be one of {sorted(PRECISIONS)}, got {precision!r}")
+            raise PunctInputError(f"precision must be one of {sorted(PRECISIONS)}, "
+                                  f"got {precision!r}")
         check_backend(backend)
         if system.streams:
             raise PunctInputError(
@@ -178,9 +179,9 @@ class Restorer:
         the input words are stripped; a word made only of marks gives no output word.
         ``scores``: fill ``Word.probability`` and ``Word.mark_probs``."""
         if (starts is None) != (ends is None):
-            raise ValueError("give both starts and ends, or neither")
+            raise PunctInputError("give both starts and ends, or neither")
         if starts is not None and ends is not None and not len(starts) == len(ends) == len(words):
-            raise ValueError(f"{len(words)} words but {len(starts)} starts, {len(ends)} ends")
+            raise PunctInputError(f"{len(words)} words but {len(starts)} starts, {len(ends)} ends")
         if starts is None or ends is None:
             record: dict[str, Any] = {"id": "words", "words": [str(w) for w in words]}
         else:
@@ -278,7 +279,7 @@ class Restorer:
 def _finite(value: float) -> float:
     value = float(value)
     if not math.isfinite(value):
-        raise ValueError(f"times must be finite, got {value}")
+        raise PunctInputError(f"times must be finite, got {value}")
     return value
 
 

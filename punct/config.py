@@ -15,7 +15,8 @@ written as ``config.yaml`` into the experiment directory (:func:`save_config`, e
 default spelled out), so that decoding rebuilds exactly the trained system.
 
 This module sits in the data layer: it imports nothing of the package but the errors, the
-atomic writer and, for a family's option types, the registry (families load on lookup).
+atomic writer, the label set names and, for a family's option types, the registry
+(families load on lookup).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ import yaml
 
 from punct.atomic import atomic_write_text
 from punct.errors import MissingDataError, PunctInputError
+from punct.labels import LABEL_SETS
 from punct.registry import UnknownNameError, lookup
 
 PRECISIONS = ("auto", "bf16", "fp16", "fp32")
@@ -448,9 +450,9 @@ def build_config(raw: dict[str, Any], origins: Origins | None = None,
     if not dataclasses.is_dataclass(featurizer_type):
         featurizer_type = featurizer_type(model)  # a family whose featurizer varies by model
     label_set = raw.get("label_set", "full13")
-    if not isinstance(label_set, str):
-        raise input_error(f"label_set = {label_set!r} is not a name", (*key, "label_set"),
-                          origins)
+    if not isinstance(label_set, str) or label_set not in LABEL_SETS:
+        raise input_error(f"label_set = {label_set!r} is not one of: {', '.join(LABEL_SETS)}",
+                          (*key, "label_set"), origins)
     init_from = raw.get("init_from")
     if init_from is not None and not isinstance(init_from, str):
         raise input_error(f"init_from = {init_from!r} is not a path", (*key, "init_from"),

@@ -75,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
         info = machine()
         system = load_system(args.model, "cpu")
         rows = measure_backends(system, args.data_dir, args.backends.split(","), args.repeat)
-    except (PunctInputError, ValueError, KeyError, ImportError) as err:
+    except PunctInputError as err:
         return report_error("bench_backends", err)
     flags = " ".join(info["cpu_flags"]) or f"none of {', '.join(SPEED_FLAGS)}"
     print(f"cpu: {info['cpu']}; flags: {flags}; threads {info['threads']}")

@@ -130,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         set_num_threads(args.num_threads)
         info = run(args)
-    except (PunctInputError, ValueError, KeyError) as err:
+    except PunctInputError as err:
         return report_error("decode", err)
     print(f"decoded {info['words']} words ({info['utterances']} utts) with {info['family']} in "
           f"{info['seconds']:.2f}s ({info['words_per_s']} words/s, {info['device']}, batch "

@@ -79,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
             export_onnx(out, quantize=args.quantize)
         if args.check_backends:
             record_backends(out, args.dev_dir, args.num_threads)
-    except (PunctInputError, ValueError, KeyError, FileExistsError, ImportError) as err:
+    except (PunctInputError, FileExistsError) as err:
         return report_error("export", err)
     print(f"export: {args.exp_dir} -> {out}", file=sys.stderr)
     return 0

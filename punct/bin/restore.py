@@ -265,7 +265,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         set_num_threads(args.num_threads)
         info = run(args)
-    except (PunctInputError, ValueError, KeyError) as err:
+    except PunctInputError as err:
         return report_error("restore", err)
     if info["symbols"]:
         print(f"restore: {info['symbols']}", file=sys.stderr)

@@ -166,9 +166,9 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
 
     per_token = sorted(set(args.per_token))
     if per_token[0] < 1:
-        raise ValueError(f"predictions per token must be >= 1, got {per_token[0]}")
+        raise PunctInputError(f"predictions per token must be >= 1, got {per_token[0]}")
     if args.reps < 1:
-        raise ValueError(f"--reps must be >= 1, got {args.reps}")
+        raise PunctInputError(f"--reps must be >= 1, got {args.reps}")
     device = pick_device(args.device)
     rows = [row for exp in args.exp_dir
             for row in sweep_system(exp, args.data_dir, per_token, args.reps, device,
@@ -191,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         set_num_threads(args.num_threads)
         rows = run(args)
-    except (PunctInputError, ValueError, KeyError) as err:
+    except PunctInputError as err:
         return report_error("sweep", err)
     for r in rows:
         print(f"{r['system']} N={r['per_token']}: micro F1 {100 * r['micro_f1']:.1f}, "

@@ -45,9 +45,9 @@ def build_parser() -> argparse.ArgumentParser:
 def _local_processes(args: argparse.Namespace) -> int:
     """How many local ranks to start (1: run in this process)."""
     if args.nproc < 1:
-        raise ValueError(f"--nproc must be >= 1, got {args.nproc}")
+        raise PunctInputError(f"--nproc must be >= 1, got {args.nproc}")
     if args.ngpu > 1 and args.nproc not in (1, args.ngpu):
-        raise ValueError(f"--nproc {args.nproc} contradicts --ngpu {args.ngpu}")
+        raise PunctInputError(f"--nproc {args.nproc} contradicts --ngpu {args.ngpu}")
     return max(args.ngpu, args.nproc)
 
 
@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     except TrainingPreempted as err:
         print(f"train: {err}", file=sys.stderr)
         return PREEMPTED_EXIT
-    except (PunctInputError, ValueError, KeyError) as err:
+    except PunctInputError as err:
         return report_error("train", err)
     if env.is_main:
         print(json.dumps(summary))

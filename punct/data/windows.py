@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import TypeVar
 
+from punct.errors import PunctInputError
+
 T = TypeVar("T")
 
 
@@ -19,7 +21,7 @@ def window_spans(length: int, window: int, stride: int) -> list[tuple[int, int]]
     Starts are 0, stride, 2*stride, ... up to the first window that reaches the end.
     """
     if window < 1 or stride < 1 or stride > window:
-        raise ValueError(f"need 1 <= stride <= window, got window={window} stride={stride}")
+        raise PunctInputError(f"need 1 <= stride <= window, got window={window} stride={stride}")
     spans: list[tuple[int, int]] = []
     start = 0
     while start < length:
@@ -43,7 +45,7 @@ def coverage(length: int, window: int, stride: int) -> list[int]:
 def batched(items: Sequence[T], batch_size: int) -> Iterator[list[T]]:
     """Consecutive chunks of at most ``batch_size`` items."""
     if batch_size < 1:
-        raise ValueError(f"batch size must be >= 1, got {batch_size}")
+        raise PunctInputError(f"batch size must be >= 1, got {batch_size}")
     for i in range(0, len(items), batch_size):
         yield list(items[i:i + batch_size])
 
@@ -57,8 +59,8 @@ def stride_for(window: int, per_token: int) -> int:
     ``window``, else by ``per_token`` or ``per_token + 1``).
     """
     if window < 1:
-        raise ValueError(f"window must be >= 1, got {window}")
+        raise PunctInputError(f"window must be >= 1, got {window}")
     if per_token < 1 or per_token > window:
-        raise ValueError(f"predictions per token must be in 1..{window} (the window), "
+        raise PunctInputError(f"predictions per token must be in 1..{window} (the window), "
                          f"got {per_token}")
     return window // per_token

@@ -28,6 +28,7 @@ from typing import Any
 
 import torch
 
+from punct.errors import PunctInputError
 from punct.export.onnx_backend import OnnxModel
 from punct.export.onnx_export import INT8_FILE, ONNX_FILE
 from punct.export.system import WEIGHTS_FILE, System
@@ -56,7 +57,7 @@ class Choice:
 def check_backend(name: str) -> str:
     """``name`` if it is a backend, else a ValueError that lists them."""
     if name not in BACKENDS:
-        raise ValueError(f"unknown backend {name!r} (known: {', '.join(BACKENDS)})")
+        raise PunctInputError(f"unknown backend {name!r} (known: {', '.join(BACKENDS)})")
     return name
 
 

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from punct.errors import PunctInputError
+
 EPS = 1e-7
 MODES = ("mean", "sum")
 
@@ -81,7 +83,7 @@ class Aggregator:
     def __init__(self, n_words: int, n_punct: int, with_cap: bool, mode: str = "mean",
                  exclusive: bool = False):
         if mode not in MODES:
-            raise ValueError(f"unknown aggregation {mode!r} (known: {', '.join(MODES)})")
+            raise PunctInputError(f"unknown aggregation {mode!r} (known: {', '.join(MODES)})")
         self.mode = mode
         self.exclusive = exclusive
         self.n_words = n_words
@@ -127,7 +129,7 @@ class SlotAggregator:
 
     def __init__(self, n_words: int, mode: str = "mean", exclusive: bool = False):
         if mode not in MODES:
-            raise ValueError(f"unknown aggregation {mode!r} (known: {', '.join(MODES)})")
+            raise PunctInputError(f"unknown aggregation {mode!r} (known: {', '.join(MODES)})")
         self.n_words = n_words
         self.mode = mode
         self.exclusive = exclusive

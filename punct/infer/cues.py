@@ -32,6 +32,8 @@ import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from punct.errors import PunctInputError
+
 SENTENCE_INSIDE = 3.0
 LINE_WEIGHT = 0.5
 LINE_BALANCE = 4.0
@@ -59,10 +61,10 @@ class CueLimits:
 
     def __post_init__(self) -> None:
         if self.max_chars < 1 or self.max_seconds <= 0 or self.line_chars < 1:
-            raise ValueError("cue limits must be positive")
+            raise PunctInputError("cue limits must be positive")
         if not 0 <= self.min_seconds <= self.max_seconds:
-            raise ValueError(f"the minimum cue duration ({self.min_seconds} s) must be between "
-                             f"0 and the maximum ({self.max_seconds} s)")
+            raise PunctInputError(f"the minimum cue duration ({self.min_seconds} s) must be "
+                                  f"between 0 and the maximum ({self.max_seconds} s)")
 
 
 @dataclass(frozen=True)

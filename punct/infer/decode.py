@@ -125,7 +125,7 @@ def predict_words(model: PunctModel, featurizer: Featurizer, seqs: Sequence[Word
     device = torch.device(device)
     use_bf16 = resolve_bf16(bf16, device)
     if batch_size < 1:
-        raise ValueError(f"batch size must be >= 1, got {batch_size}")
+        raise PunctInputError(f"batch size must be >= 1, got {batch_size}")
     n_words = max((s.offset + len(s) for s in seqs), default=0)
     n_labels = seqs[0].punct.shape[1] if seqs else 0
     start = time.perf_counter()
@@ -400,18 +400,18 @@ def decode_settings(config: Config, device: torch.device | str = "cpu", *,
     cfg_window, cfg_stride = config.decode_window()
     window = window or cfg_window
     if per_token is not None and stride is not None:
-        raise ValueError("give either a stride or predictions per token, not both")
+        raise PunctInputError("give either a stride or predictions per token, not both")
     if per_token is not None:
         stride = stride_for(window, per_token)
     stride = stride or min(cfg_stride, window)
     if not 1 <= stride <= window:
-        raise ValueError(f"need 1 <= stride <= window, got window {window} stride {stride}")
+        raise PunctInputError(f"need 1 <= stride <= window, got window {window} stride {stride}")
     size = batch_size or dec.batch_size
     if size < 1:
-        raise ValueError(f"batch size must be >= 1, got {size}")
+        raise PunctInputError(f"batch size must be >= 1, got {size}")
     mode = aggregate or dec.aggregate
     if mode not in ("mean", "sum"):
-        raise ValueError(f"unknown aggregation {mode!r} (known: mean, sum)")
+        raise PunctInputError(f"unknown aggregation {mode!r} (known: mean, sum)")
     use_bf16 = resolve_bf16(dec.bf16 if bf16 is None else bf16, device)
     label_set = get_label_set(config.label_set)
     thr: float | tuple[float, ...] = dec.threshold

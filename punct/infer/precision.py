@@ -17,6 +17,7 @@ from pathlib import Path
 import torch
 
 from punct.config import PRECISIONS
+from punct.errors import PunctInputError
 
 BF16_CPU_FLAGS = frozenset({"avx512_bf16", "amx_bf16"})
 NATIVE_BF16_ENV = "PUNCT_NATIVE_BF16"
@@ -62,7 +63,8 @@ def resolve_bf16(setting: bool | str | None, device: torch.device | str,
         return False
     if text == "auto":
         return bf16_supported(device, cpuinfo)
-    raise ValueError(f"bf16 must be one of {', '.join(CHOICES)} (or true/false), got {setting!r}")
+    raise PunctInputError(f"bf16 must be one of {', '.join(CHOICES)} (or true/false), "
+                          f"got {setting!r}")
 
 
 AUTOCAST_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": None}
@@ -78,7 +80,7 @@ def resolve_precision(setting: str | None, device: torch.device | str,
     """
     text = "auto" if setting is None else str(setting).strip().lower()
     if text not in PRECISIONS:
-        raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, got {setting!r}")
+        raise PunctInputError(f"precision must be one of {', '.join(PRECISIONS)}, got {setting!r}")
     if text != "auto":
         return text
     device = torch.device(device)

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from punct.errors import PunctInputError
 from punct.infer.constraints import Edges
 from punct.infer.decode import DecodeSettings, decide, ordered_marks, predict_words
 from punct.infer.symbols import is_nonspeech_word, is_passthrough
@@ -99,7 +100,7 @@ class Restorer:
                  batch_words: int = 2048, block_words: int = 512,
                  context_words: int | None = None):
         if batch_words < 1 or block_words < 1:
-            raise ValueError("batch_words and block_words must be >= 1")
+            raise PunctInputError("batch_words and block_words must be >= 1")
         self.model = model
         self.featurizer = featurizer
         self.label_set = label_set
@@ -110,7 +111,7 @@ class Restorer:
         # one window of context on each side: a window holds at most ``window`` words
         self.context_words = settings.window if context_words is None else context_words
         if self.context_words < 0:
-            raise ValueError("context_words must be >= 0")
+            raise PunctInputError("context_words must be >= 0")
         self.seconds = 0.0
         self.words_done = 0
         self._carry: dict[str, int] = {}  # document rules' state at a block cut

@@ -43,6 +43,8 @@ from typing import Any, TypeVar
 import torch
 import torch.distributed as tdist
 
+from punct.errors import PunctInputError
+
 T = TypeVar("T")
 DEFAULT_TIMEOUT_S = 3 * 3600
 """Collective timeout: other ranks wait this long while rank 0 evaluates on dev."""
@@ -72,19 +74,20 @@ def _int(environ: Mapping[str, str], name: str, default: int | None = None) -> i
     value = environ.get(name, "").strip()
     if not value:
         if default is None:
-            raise ValueError(f"distributed training: ${name} is not set")
+            raise PunctInputError(f"distributed training: ${name} is not set")
         return default
     try:
         return int(value)
     except ValueError:
-        raise ValueError(f"distributed training: ${name}={value!r} is not an integer") from None
+        raise PunctInputError(f"distributed training: ${name}={value!r} is not an "
+                              "integer") from None
 
 
 def first_host(nodelist: str) -> str:
     """The first host of a Slurm host list: ``gpu[03-05,9],cpu1`` -> ``gpu03``."""
     nodelist = nodelist.strip()
     if not nodelist:
-        raise ValueError("empty Slurm node list")
+        raise PunctInputError("empty Slurm node list")
     depth, end = 0, len(nodelist)
     for i, char in enumerate(nodelist):  # first top-level comma ends the first entry
         depth += {"[": 1, "]": -1}.get(char, 0)
@@ -117,7 +120,8 @@ def _slurm_master_addr(environ: Mapping[str, str]) -> str:
                              text=True, timeout=30, check=True)
         return out.stdout.split()[0]
     except (OSError, subprocess.SubprocessError, IndexError):
-        raise ValueError(f"cannot find the first host of Slurm node list {nodelist!r}") from None
+        raise PunctInputError(f"cannot find the first host of Slurm node list "
+                              f"{nodelist!r}") from None
 
 
 def detect_env(environ: Mapping[str, str] | None = None) -> DistEnv:
@@ -140,11 +144,11 @@ def detect_env(environ: Mapping[str, str] | None = None) -> DistEnv:
 def choose_device(ngpu: int, env: DistEnv) -> torch.device:
     """CPU for ``ngpu == 0``; else this rank's GPU (``local_rank`` modulo visible GPUs)."""
     if ngpu < 0:
-        raise ValueError(f"--ngpu must be >= 0, got {ngpu}")
+        raise PunctInputError(f"--ngpu must be >= 0, got {ngpu}")
     if ngpu == 0:
         return torch.device("cpu")
     if not torch.cuda.is_available():
-        raise ValueError(f"--ngpu {ngpu} asked for GPUs but CUDA is not available here")
+        raise PunctInputError(f"--ngpu {ngpu} asked for GPUs but CUDA is not available here")
     index = env.local_rank % torch.cuda.device_count()
     torch.cuda.set_device(index)
     return torch.device("cuda", index)
