@@ -25,8 +25,6 @@ default) does so when the input is already cased; False lets the model case ever
 from __future__ import annotations
 
 import contextlib
-import io
-import json
 import math
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -42,7 +40,7 @@ from punct.export.system import System, load_system
 from punct.infer.asr import SpeechInput, make_recognizer
 from punct.infer.casing import CaseKeeper
 from punct.infer.decode import decode_settings, pick_device
-from punct.infer.inputs import read_jsonl
+from punct.infer.inputs import record_words
 from punct.infer.quiet import set_loading_verbosity
 from punct.infer.scores import confidence
 from punct.infer.stream import Document, InputWord, Segment, plain_words
@@ -188,10 +186,8 @@ class Restorer:
             record = {"id": "words", "words": [
                 {"word": str(w), "start": _finite(s), "end": _finite(e)}
                 for w, s, e in zip(words, starts, ends, strict=True)]}
-        if lang is not None:
-            record["lang"] = lang
         with tally(self.nonspeech) as counter, _casing(keep_case):
-            doc = self._read_jsonl(record)
+            doc = Document("words", record_words(record, "<words>", 1), lang)
         self._count(counter)
         out: list[Word] = []
         for seg in self._restore_cased([doc], keep_case):
@@ -267,13 +263,6 @@ class Restorer:
             raise TypeError(f"documents must be str, got {type(text).__name__}")
         with _casing(keep_case):
             return plain_words(split_words(text))
-
-    @staticmethod
-    def _read_jsonl(record: dict[str, Any]) -> Document:
-        line = json.dumps(record, ensure_ascii=False).encode("utf-8") + b"\n"
-        doc = next(read_jsonl(io.BytesIO(line), "<words>"))
-        doc.words = list(doc.words)
-        return doc
 
 
 def _finite(value: float) -> float:

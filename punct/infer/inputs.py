@@ -43,7 +43,7 @@ from punct.data.textgrid import read_textgrid, textgrid_words
 from punct.data.timed import TimedWord, iter_pauses
 from punct.errors import MissingDataError, PunctInputError
 from punct.infer.stream import Document, InputWord, plain_words
-from punct.infer.symbols import is_nonspeech_word, split_words
+from punct.infer.symbols import count_overlap, is_nonspeech_word, split_words
 
 FORMATS = ("text", "ctm", "textgrid", "jsonl")
 
@@ -88,14 +88,15 @@ def split_span(words: list[str], start: float, end: float, line: int | None
 OVERLAPS_SHOWN = 3
 
 
-def note_overlap(message: str, _count: list[int] = [0]) -> None:  # noqa: B006 (a counter)
+def note_overlap(message: str) -> None:
     """Overlapping words in a user's timings (ASR output has them): the pause is 0, the job
-    goes on, and stderr says so (the first few in full, then a count every 100)."""
-    _count[0] += 1
-    if _count[0] <= OVERLAPS_SHOWN:
+    goes on, and stderr says so (the first few of a ``tally()`` block in full, then a
+    count every 100)."""
+    count = count_overlap()
+    if count <= OVERLAPS_SHOWN:
         print(f"restore: {message}; pause set to 0", file=sys.stderr)
-    elif _count[0] % 100 == 0:
-        print(f"restore: {_count[0]} overlapping words so far (pause 0)", file=sys.stderr)
+    elif count % 100 == 0:
+        print(f"restore: {count} overlapping words so far (pause 0)", file=sys.stderr)
 
 
 def with_pauses(words: Iterable[TimedWord], end_of_audio: float | None, doc_id: str,
@@ -226,7 +227,9 @@ def read_textgrid_doc(path: Path, tier: str = "words") -> Document:
 # ----------------------------------------------------------------------------- jsonl
 
 
-def _json_words(obj: dict[str, Any], name: str, line: int) -> list[InputWord]:
+def record_words(obj: dict[str, Any], name: str, line: int) -> list[InputWord]:
+    """The words of one JSONL record (``text``, or ``words``: strings or objects with
+    ``word``, ``start`` and ``end``); errors name ``name`` and ``line``."""
     if "text" in obj:
         if not isinstance(obj["text"], str):
             raise PunctInputError("'text' must be a string", name, line)
@@ -271,5 +274,5 @@ def read_jsonl(stream: BinaryIO, name: str) -> Iterator[Document]:
             raise PunctInputError("each line must be a JSON object", name, lineno)
         doc_id = str(obj.get("id", f"{name}:{lineno}"))
         lang = obj.get("lang")
-        yield Document(doc_id, _json_words(obj, name, lineno),
+        yield Document(doc_id, record_words(obj, name, lineno),
                        str(lang) if lang is not None else None)

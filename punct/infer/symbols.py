@@ -51,6 +51,7 @@ class SymbolTally:
     nonspeech: int = 0
     nonspeech_examples: list[str] = field(default_factory=list)
     nonspeech_map: NonSpeechMap = field(default_factory=load_nonspeech_map)
+    overlaps: int = 0  # words whose timings overlap the word before (pause set to 0)
 
     def add(self, word: str) -> None:
         self.words += 1
@@ -68,6 +69,7 @@ class SymbolTally:
         self.words += other.words
         self.symbols += other.symbols
         self.nonspeech += other.nonspeech
+        self.overlaps += other.overlaps
         for mine, theirs in ((self.examples, other.examples),
                              (self.nonspeech_examples, other.nonspeech_examples)):
             for ex in theirs:
@@ -133,6 +135,16 @@ def active_map() -> NonSpeechMap:
     """The non-speech map of the active ``tally()`` block (the default map outside one)."""
     counter = _ACTIVE.get()
     return counter.nonspeech_map if counter is not None else load_nonspeech_map()
+
+
+def count_overlap() -> int:
+    """Count one overlapping word in the active ``tally()`` block; return how many it has
+    seen (1 outside a block, where every overlap is reported)."""
+    counter = _ACTIVE.get()
+    if counter is None:
+        return 1
+    counter.overlaps += 1
+    return counter.overlaps
 
 
 def is_nonspeech_word(word: str) -> bool:

@@ -59,12 +59,17 @@ def micro_f1(probs: np.ndarray, ref: np.ndarray, thresholds: np.ndarray,
              allowed: np.ndarray | None = None) -> float:
     """Micro-F1 over all marks of the decisions ``probs >= thresholds`` (or, with
     ``allowed`` sets of marks, of ``punct.infer.combinations.constrained_marks``)."""
-    hyp = probs >= thresholds if allowed is None else constrained_marks(probs, thresholds,
-                                                                        allowed)
+    return scored_decisions(probs, ref, thresholds, allowed)[1]
+
+
+def scored_decisions(probs: np.ndarray, ref: np.ndarray, thresholds: np.ndarray,
+                     allowed: np.ndarray | None = None) -> tuple[np.ndarray, float]:
+    """The decisions (N, P) at ``thresholds`` and their micro-F1 over all marks."""
+    hyp = _decisions(probs, thresholds, allowed)
     tp = float((hyp & ref).sum())
     fp = float((hyp & ~ref).sum())
     fn = float((~hyp & ref).sum())
-    return float(_f1(np.array(tp), np.array(fp), np.array(fn)))
+    return hyp, float(_f1(np.array(tp), np.array(fp), np.array(fn)))
 
 
 def calibrated_defaults(default: float, n_marks: int,
@@ -146,10 +151,7 @@ def tune_thresholds(probs: np.ndarray, ref: np.ndarray, labels: Sequence[str],
         for i, value in enumerate(grid):
             trial = chosen.copy()
             trial[k] = value
-            hyp = _decisions(probs, trial, allowed)
-            tp, fp = float((hyp & ref).sum()), float((hyp & ~ref).sum())
-            fn = float((~hyp & ref).sum())
-            f1[i] = _f1(np.array(tp), np.array(fp), np.array(fn))
+            hyp, f1[i] = scored_decisions(probs, ref, trial, allowed)
             dist[i] = band_distance(np.array(hyp[:, k].sum()), int(support[k]), band)
         return f1, dist
 
