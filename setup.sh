@@ -65,7 +65,7 @@ if $with_espnet; then
   trap 'rm -f "$constraints"; rm -rf "$pipdir"' EXIT
   "$venv/bin/python" -m pip download --quiet --no-deps "pip==24.0" -d "$pipdir"
   "$venv/bin/python" "$pipdir/pip-24.0-py3-none-any.whl/pip" install --quiet --no-deps "ci-sdr==0.0.2"
-  "$venv/bin/python" -W ignore -c 'from punct.align.espnet_env import espnet_available as ok
+  "$venv/bin/python" -W ignore -c 'from punct.asr.espnet_env import espnet_available as ok
 assert ok(), "espnet2 ASR inference or CTC segmentation does not import"' >/dev/null
   echo "setup.sh: espnet2 ASR inference and CTC segmentation import"
   echo "$want" > "$espnet_stamp"

@@ -34,19 +34,19 @@ from typing import Any
 import torch
 
 from punct.data.nonspeech import NonSpeechMap, load_nonspeech_map
+from punct.engine.decode import decode_settings, pick_device
+from punct.engine.symbols import SymbolTally, cased_input, split_words, tally
 from punct.errors import PunctInputError
 from punct.export.backends import backend_model, check_backend, choose_backend
 from punct.export.system import System, load_system
 from punct.infer.asr import SpeechInput, make_recognizer
 from punct.infer.casing import CaseKeeper
-from punct.infer.decode import decode_settings, pick_device
 from punct.infer.inputs import record_words
 from punct.infer.quiet import set_loading_verbosity
 from punct.infer.scores import confidence
 from punct.infer.stream import Document, InputWord, Segment, plain_words
 from punct.infer.stream import Restorer as Engine
 from punct.infer.subtitles import sentences
-from punct.infer.symbols import SymbolTally, cased_input, split_words, tally
 from punct.labels import CANONICAL, OPENING_LABELS
 from punct.wordtable import WordRow, render_rows
 

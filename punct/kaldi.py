@@ -107,7 +107,7 @@ def spk2utt_from_utt2spk(utt2spk: Mapping[str, str]) -> dict[str, str]:
 
 #: A data dir whose utterances are cut out of a longer stream (fixed-size blocks of a
 #: talk) holds this file: an utterance's end is not a document's end, so decoding does
-#: not require a sentence-final mark there (``punct.infer.constraints``).
+#: not require a sentence-final mark there (``punct.engine.constraints``).
 MID_STREAM_FILE = "mid_stream"
 
 #: Files that describe how a data dir is scored and decoded; sets derived from it (its

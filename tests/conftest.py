@@ -10,7 +10,7 @@ import pytest
 import torch
 from helpers.tinybert import build_tiny_bert
 
-from punct.infer.precision import BF16_CPU_FLAGS, cpu_flags
+from punct.engine.precision import BF16_CPU_FLAGS, cpu_flags
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:

@@ -12,10 +12,10 @@ from helpers.tiny import tiny_brnn_exp
 
 from punct import Restorer, Word
 from punct.bin import restore as restore_cli
+from punct.engine.symbols import is_passthrough, split_words, tally
 from punct.errors import PunctInputError
 from punct.export.system import System
 from punct.infer.inputs import read_jsonl
-from punct.infer.symbols import is_passthrough, split_words, tally
 from punct.wordtable import rows_from_text
 
 # ----------------------------------------------------------------------------- symbols

@@ -19,15 +19,18 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("punct", "punct.errors", "punct.registry", "punct.conf", "punct.atomic"),
     ("punct.data", "punct.labels", "punct.wordtable", "punct.kaldi", "punct.jobs_split",
      "punct.config", "punct.extras"),
-    ("punct.features",),
-    ("punct.models",),
-    ("punct.synth", "punct.score", "punct.launch"),
-    ("punct.align",),
-    ("punct.infer",),
-    ("punct.train", "punct.export"),
+    ("punct.features", "punct.models"),
+    ("punct.engine", "punct.asr", "punct.synth", "punct.score", "punct.launch"),
+    ("punct.train", "punct.infer", "punct.align", "punct.export"),
     ("punct.api",),
     ("punct.bin", "punct.__main__"),
 )
+
+#: At most this many floors (docs/ARCHITECTURE.md draws them).
+MAX_FLOORS = 7
+
+#: The pipelines: one floor, no imports between them (what they share sits below).
+PIPELINES = ("punct.train", "punct.infer", "punct.align", "punct.export")
 
 #: The data layer's modules are one floor: they may import one another (no circles).
 SHARED_FLOOR = 1
@@ -144,6 +147,13 @@ def test_every_module_is_on_a_floor() -> None:
         layer_of(name)
 
 
+def test_few_floors_and_the_pipelines_are_siblings() -> None:
+    assert len(LAYERS) <= MAX_FLOORS, f"{len(LAYERS)} floors (at most {MAX_FLOORS})"
+    floors = {layer_of(name)[0] for name in PIPELINES}
+    assert len(floors) == 1 and floors != {SHARED_FLOOR}, \
+        f"train, infer, align and export on floors {sorted(floors)}: they must share one"
+
+
 def test_imports_only_point_down(graph: list[Import]) -> None:
     bad = sorted({f"{where(i)}: {i.source} imports {i.target}" for i in graph
                   if is_upward(i) and (i.source, i.target) not in UPWARD_ALLOWED})
@@ -244,12 +254,12 @@ def test_checker_sees_upward_private_and_lazy_imports(tmp_path: Path) -> None:
     """The checker itself: a made-up models module importing up, privately and lazily."""
     path = tmp_path / "punct" / "models" / "fake.py"
     path.parent.mkdir(parents=True)
-    path.write_text("from punct.infer.decode import decide\n"
+    path.write_text("from punct.engine.decode import decide\n"
                     "from punct.models.base import _hidden\n"
                     "def f():\n    import punct.data.windows\n", encoding="utf-8")
     imps = imports_of("punct.models.fake", path, {})
     assert [(i.target, i.names, i.lazy) for i in imps] == [
-        ("punct.infer.decode", ("decide",), False), ("punct.models.base", ("_hidden",), False),
+        ("punct.engine.decode", ("decide",), False), ("punct.models.base", ("_hidden",), False),
         ("punct.data.windows", (), True)]
     assert [is_upward(i) for i in imps] == [True, False, False]
     assert late_imports(path) == [(4, "import punct.data.windows")]

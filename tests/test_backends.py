@@ -18,13 +18,13 @@ from punct import Restorer
 from punct.bin import bench_backends, decode
 from punct.bin import export as export_cli
 from punct.bin import restore as restore_cli
+from punct.engine.decode import predict_words
+from punct.engine.int8 import int8_layers, quantize_int8
+from punct.engine.precision import NATIVE_BF16_ENV
 from punct.export import backends
 from punct.export.backends import F1_TOLERANCE, RECORD_FILE, choose_backend, read_record
 from punct.export.measure import measure_backends
 from punct.export.system import load_system
-from punct.infer.decode import predict_words
-from punct.infer.int8 import int8_layers, quantize_int8
-from punct.infer.precision import NATIVE_BF16_ENV
 from punct.wordtable import WordRow, write_word_table
 
 WORDS = [*VOCAB, "stop", "huh"]
@@ -171,9 +171,9 @@ def test_auto_picks_bf16_where_native(exported: Path, monkeypatch: pytest.Monkey
         decode=dataclasses.replace(system.config.decode, bf16="off"))
     assert choose_backend(system, "cpu", "off").backend == "torch"
     monkeypatch.delenv(NATIVE_BF16_ENV)
-    monkeypatch.setattr("punct.infer.precision.cpu_flags", lambda *a: {"avx2", "amx_bf16"})
+    monkeypatch.setattr("punct.engine.precision.cpu_flags", lambda *a: {"avx2", "amx_bf16"})
     assert Restorer.from_pretrained(exported, device="cpu").settings.bf16 is True
-    monkeypatch.setattr("punct.infer.precision.cpu_flags", lambda *a: {"avx2", "avx512f"})
+    monkeypatch.setattr("punct.engine.precision.cpu_flags", lambda *a: {"avx2", "avx512f"})
     assert Restorer.from_pretrained(exported, device="cpu").backend == "torch-int8"
     system = load_system(exported)
     assert choose_backend(system, "cuda", "auto").backend == "torch"  # GPUs: torch

@@ -12,8 +12,8 @@ from helpers.tinybert import build_tiny_bert
 
 from punct.bin import benchmark as bench_cli
 from punct.data.sequences import table_to_seqs
-from punct.infer.decode import decide, keep_best_mark, load_experiment, predict_words
-from punct.infer.hf_adapter import (
+from punct.engine.decode import decide, keep_best_mark, load_experiment, predict_words
+from punct.engine.hf_adapter import (
     find_encoder,
     make_pipeline,
     pair_labels,

@@ -9,9 +9,9 @@ import pytest
 import yaml
 
 from punct.config import deep_merge, resolve_config
+from punct.engine.combinations import combination_matrix, constrained_marks, seen_combinations
+from punct.engine.decode import WordPredictions, decide, decode_settings
 from punct.errors import PunctInputError
-from punct.infer.combinations import combination_matrix, constrained_marks, seen_combinations
-from punct.infer.decode import WordPredictions, decide, decode_settings
 from punct.train.thresholds import tune_thresholds
 from punct.train.trainer import _resolve_combinations
 from punct.wordtable import WordRow, write_word_table

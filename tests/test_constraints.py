@@ -1,4 +1,4 @@
-"""Constrained decoding under the document rules (punct.infer.constraints, doc_rules)."""
+"""Constrained decoding under the document rules (punct.engine.constraints, doc_rules)."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ import torch
 from helpers.rules import WordFeaturizer
 
 from punct.config import resolve_config
-from punct.infer.decode import DecodeSettings, WordPredictions, decide, decode_settings
-from punct.infer.doc_rules import VIOLATIONS
+from punct.engine.decode import DecodeSettings, WordPredictions, decide, decode_settings
+from punct.engine.doc_rules import VIOLATIONS
+from punct.engine.violations import count_violations
 from punct.infer.stream import Document, InputWord, Restorer
-from punct.infer.violations import count_violations
 from punct.labels import CAP_LABELS, apply_cap, get_label_set
 from punct.models.base import Prediction, PunctModel, WordSeq
 

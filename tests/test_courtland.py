@@ -12,8 +12,8 @@ from helpers.tiny import MARKS, VOCAB, P, seq
 from torch import nn
 
 from punct.config import DEFAULTS, deep_merge, load_config
+from punct.engine.decode import predict_words
 from punct.errors import PunctInputError
-from punct.infer.decode import predict_words
 from punct.models.base import Registry
 from punct.models.courtland import (
     CourtlandFeaturizer,

@@ -21,7 +21,8 @@ from punct.align.ctc import (
     viterbi,
     word_spans,
 )
-from punct.align.ctc_aligner import CtcAligner, CtcModel, spell
+from punct.align.ctc_aligner import CtcAligner
+from punct.asr.ctc_model import CtcModel, spell
 from punct.errors import MissingDataError, PunctInputError
 
 

@@ -11,7 +11,7 @@ import soundfile
 import torch
 from helpers.tiny_ctc import VOCAB, build_tiny_ctc
 
-from punct.align.ctc_asr import CtcRecognizer, greedy_words
+from punct.asr.ctc_asr import CtcRecognizer, greedy_words
 from punct.data.timed import TimedWord
 from punct.errors import PunctInputError
 from punct.infer.asr import RECOGNIZERS, make_recognizer

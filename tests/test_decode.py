@@ -15,8 +15,8 @@ from punct.bin import decode as decode_cli
 from punct.config import resolve_config
 from punct.data.sequences import load_data_dir, table_to_seqs
 from punct.data.windows import batched, coverage, window_spans
-from punct.infer.aggregate import Aggregator
-from punct.infer.decode import (
+from punct.engine.aggregate import Aggregator
+from punct.engine.decode import (
     decide,
     hypothesis_rows,
     ordered_marks,
@@ -250,7 +250,7 @@ def test_decode_cli_writes_hypothesis_and_record(tiny_exp: tuple[Path, Path], tm
 
 
 def test_decode_matches_python_api(tiny_exp: tuple[Path, Path], tmp_path: Path) -> None:
-    from punct.infer.decode import load_experiment
+    from punct.engine.decode import load_experiment
 
     exp_dir, data = tiny_exp
     exp = load_experiment(exp_dir)
@@ -283,7 +283,7 @@ def test_stride_for_maps_predictions_per_token_to_stride() -> None:
 
 
 def test_bf16_auto_detection(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from punct.infer.precision import bf16_supported, cpu_flags, resolve_bf16, resolve_precision
+    from punct.engine.precision import bf16_supported, cpu_flags, resolve_bf16, resolve_precision
 
     monkeypatch.delenv("PUNCT_NATIVE_BF16", raising=False)
 
@@ -309,7 +309,7 @@ def test_bf16_auto_detection(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
 
 
 def test_decode_settings_per_token_and_overrides() -> None:
-    from punct.infer.decode import decode_settings
+    from punct.engine.decode import decode_settings
 
     config = resolve_config({"family": "brnn", "train": {"window": 96, "stride": 48},
                              "decode": {"stride": 32, "batch_size": 8, "bf16": "off"}})

@@ -151,9 +151,9 @@ def test_mfcc_frames_match_vad_and_rates_agree():
 def paused_utterance(tmp_path_factory) -> tuple[Path, list[TimedWord]]:
     """An eSpeak utterance (another voice and rate than the aligner's) with 0.5 s of
     silence inserted after word PAUSE_AFTER, and its true word timings."""
+    from punct.features.resample import resample_int16
     from punct.synth.espeak import get_engine
     from punct.synth.mini import word_timings
-    from punct.synth.resample import resample_int16
 
     res = get_engine().synthesize(TEXT, "en-us+f3", 150, 65)
     timings = word_timings(TEXT, res)

@@ -1,5 +1,5 @@
 """The array engine (``predict_words``: featurizer plans, slot aggregation, vectorised
-casing rule) against today's engine kept as the oracle (``punct.infer.reference_decode``):
+casing rule) against today's engine kept as the oracle (``punct.engine.reference_decode``):
 the same per-word decisions and probabilities on the IWSLT 2012 word tables, with a tiny
 random model of every transformer family."""
 
@@ -19,8 +19,8 @@ from punct.bin import bench_engine
 from punct.config import resolve_config
 from punct.data.iwslt import blocks, parse_che_tsv, word_rows
 from punct.data.sequences import rows_to_seq
-from punct.infer.decode import decide, predict_words, rule_caps
-from punct.infer.reference_decode import reference_predict_words, reference_rule_caps
+from punct.engine.decode import decide, predict_words, rule_caps
+from punct.engine.reference_decode import reference_predict_words, reference_rule_caps
 from punct.labels import get_label_set
 from punct.models.base import Registry, WordSeq
 

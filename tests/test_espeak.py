@@ -17,6 +17,7 @@ import soundfile as sf
 from punct.bin import synth_mini
 from punct.data.ctm import ctm_lines
 from punct.errors import PunctInputError
+from punct.features.resample import resample_int16
 from punct.labels import parse_text
 from punct.synth.espeak import SAMPLE_RATE, EspeakError, SynthEvent, SynthResult, get_engine
 from punct.synth.mini import (
@@ -28,7 +29,6 @@ from punct.synth.mini import (
     synthesize_utterance,
     word_timings,
 )
-from punct.synth.resample import resample_int16
 
 # One sentence pair per language: a comma and a period inside, plain words elsewhere.
 TEXTS = {

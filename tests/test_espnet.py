@@ -18,8 +18,8 @@ import soundfile
 from helpers.tiny import tiny_autopunct_exp
 
 from punct.align.base import AlignRequest, get_aligner
-from punct.align.espnet_env import EspnetMissingError, espnet_available, import_espnet2
-from punct.align.espnet_model import model_files
+from punct.asr.espnet_env import EspnetMissingError, espnet_available, import_espnet2
+from punct.asr.espnet_model import model_files
 from punct.bin import align as align_cli
 from punct.bin import restore as restore_cli
 from punct.data.timed import END_OF_DOCUMENT_PAUSE

@@ -18,9 +18,9 @@ from transformers.utils import logging as hf_logging
 
 from punct import Restorer
 from punct.bin import export as export_cli
+from punct.engine.decode import predict_words
 from punct.errors import MissingDataError
 from punct.export.system import load_system
-from punct.infer.decode import predict_words
 from punct.models.base import WordSeq
 
 TEXT = ["the yes stop and we go huh", "a zebra is it yes the of to"]

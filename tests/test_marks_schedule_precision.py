@@ -21,11 +21,11 @@ from punct.config import (
     load_config,
     resolve_config,
 )
+from punct.engine.aggregate import Aggregator
+from punct.engine.combinations import combination_matrix
+from punct.engine.decode import decode_settings, exclusive_marks, load_experiment
+from punct.engine.precision import resolve_precision
 from punct.errors import PunctInputError
-from punct.infer.aggregate import Aggregator
-from punct.infer.combinations import combination_matrix
-from punct.infer.decode import decode_settings, exclusive_marks, load_experiment
-from punct.infer.precision import resolve_precision
 from punct.kaldi import mark_mid_stream
 from punct.labels import get_label_set
 from punct.models.marks import MarkObjective, class_weights

@@ -12,8 +12,8 @@ from helpers.tiny import MARKS, VOCAB, P, seq
 from torch import nn
 
 from punct.config import load_config, resolve_config
+from punct.engine.decode import load_experiment, predict_words
 from punct.errors import PunctInputError
-from punct.infer.decode import load_experiment, predict_words
 from punct.kaldi import mark_mid_stream
 from punct.models.base import Registry
 from punct.models.nagy import NagyModel, make_featurizer, make_model

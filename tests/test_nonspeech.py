@@ -18,10 +18,10 @@ from punct.bin import restore as restore_cli
 from punct.bin import score as score_cli
 from punct.data.nonspeech import available_maps, load_nonspeech_map, read_nonspeech_map
 from punct.data.timed import END_OF_DOCUMENT_PAUSE, pauses
+from punct.engine.symbols import split_words, tally
 from punct.errors import MissingDataError, PunctInputError
 from punct.infer.inputs import read_ctm, read_jsonl, read_text
 from punct.infer.outputs import write_segments
-from punct.infer.symbols import split_words, tally
 from punct.labels import normalise_text, parse_text, render
 from punct.score.metrics import score_tables
 from punct.wordtable import WordRow, render_rows, rows_from_text, write_word_table

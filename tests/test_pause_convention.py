@@ -20,7 +20,7 @@ import torch
 from helpers.tiny import save_untrained
 from helpers.tinybert import build_tiny_bert
 
-import punct.infer.decode
+import punct.engine.decode
 import punct.infer.stream
 from punct.align.pauses import attach_timings, compute_pauses
 from punct.bin import decode as decode_cli
@@ -101,14 +101,14 @@ def exp(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 def _capture(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Any, list[WordSeq]]]:
     """Record (featurizer, seqs) of every predict_words call of decode and restore."""
     seen: list[tuple[Any, list[WordSeq]]] = []
-    original = punct.infer.decode.predict_words
+    original = punct.engine.decode.predict_words
 
     def recording(model: Any, featurizer: Any, seqs: list[WordSeq], *args: Any,
                   **kwargs: Any) -> Any:
         seen.append((featurizer, list(seqs)))
         return original(model, featurizer, seqs, *args, **kwargs)
 
-    monkeypatch.setattr(punct.infer.decode, "predict_words", recording)
+    monkeypatch.setattr(punct.engine.decode, "predict_words", recording)
     monkeypatch.setattr(punct.infer.stream, "predict_words", recording)
     monkeypatch.setattr(decode_cli, "predict_words", recording)
     return seen

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import soundfile
 
-from punct.align.pocketsphinx_asr import (
+from punct.asr.pocketsphinx_asr import (
     SAMPLE_RATE,
     PocketsphinxRecognizer,
     _word,

@@ -10,7 +10,7 @@ import torch
 from helpers.pp import LABELS, seq_of, synthetic_corpus
 
 from punct.config import resolve_config
-from punct.infer.decode import predict_words
+from punct.engine.decode import predict_words
 from punct.models.base import Registry
 from punct.models.prosodic_pp.featurizer import IGNORE, PPFeaturizer, slot_class
 from punct.models.prosodic_pp.pp_labels import PP_TYPES, Phrase, rule_phrases

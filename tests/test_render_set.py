@@ -9,7 +9,7 @@ import pytest
 import soundfile as sf
 
 from punct.align.asr_condition import build_asr_set
-from punct.align.pocketsphinx_asr import PocketsphinxRecognizer
+from punct.asr.pocketsphinx_asr import PocketsphinxRecognizer
 from punct.bin import render_set as render_cli
 from punct.kaldi import read_kv, read_wav_scp
 from punct.synth.render_set import (

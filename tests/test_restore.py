@@ -15,8 +15,8 @@ from helpers.tiny import tiny_autopunct_exp
 
 from punct.bin import restore as restore_cli
 from punct.data.timed import END_OF_DOCUMENT_PAUSE
+from punct.engine.decode import DecodeSettings, decide, predict_words
 from punct.errors import PunctInputError
-from punct.infer.decode import DecodeSettings, decide, predict_words
 from punct.infer.inputs import read_ctm, read_jsonl, read_text, read_textgrid_doc
 from punct.infer.outputs import write_segments
 from punct.infer.stream import Document, InputWord, Restorer, Segment

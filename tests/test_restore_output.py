@@ -11,11 +11,11 @@ from helpers.rules import rule_restorer
 from helpers.tiny import tiny_brnn_exp
 
 from punct.bin import restore as restore_cli
+from punct.engine.symbols import cased_input, split_words
 from punct.infer.casing import CaseKeeper, CaseStats, marked_case
 from punct.infer.progress import InputShare, ProgressBar
 from punct.infer.scores import confidence
 from punct.infer.stream import Document, InputWord, Segment
-from punct.infer.symbols import cased_input, split_words
 from punct.wordtable import WordRow
 
 # ----------------------------------------------------------------------------- keep-case

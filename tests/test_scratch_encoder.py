@@ -18,9 +18,9 @@ from punct.bin import pretrain_encoder as pretrain_cli
 from punct.bin import scratch_encoder as scratch_cli
 from punct.config import resolve_config
 from punct.data.tokens import WordPieces, train_sentencepiece
+from punct.engine.decode import predict_words
 from punct.errors import MissingDataError, PunctInputError
 from punct.export.system import load_system
-from punct.infer.decode import predict_words
 from punct.kaldi import mark_mid_stream
 from punct.labels import get_label_set
 from punct.models.base import WordSeq
@@ -220,7 +220,7 @@ def test_mlm_precision_is_resolved_and_recorded(encoder: Path, tmp_path: Path,
                           MlmOptions(epochs=1, batch_size=8, block=16, precision="bf16"))
     assert report["precision"] == "bf16" and report["epochs"][0]["train_loss"] > 0
     # auto follows the CPU: fp32 where it lacks native bf16
-    monkeypatch.setattr("punct.infer.precision.cpu_flags", lambda *a, **k: set())
+    monkeypatch.setattr("punct.engine.precision.cpu_flags", lambda *a, **k: set())
     report = pretrain_mlm(encoder, lines, tmp_path / "auto", MlmOptions(epochs=1, block=16))
     assert report["precision"] == "fp32"
     with pytest.raises(PunctInputError, match="precision"):

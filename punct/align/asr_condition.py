@@ -49,7 +49,7 @@ from punct.wordtable import WordRow, read_word_table, render_rows, write_word_ta
 
 
 class Recognizer(Protocol):
-    """Audio -> timed words (:class:`punct.align.pocketsphinx_asr.PocketsphinxRecognizer`)."""
+    """Audio -> timed words (:class:`punct.asr.pocketsphinx_asr.PocketsphinxRecognizer`)."""
 
     name: str
     language: str | None  # the utt2lang code of the utterances it decodes (None: all)

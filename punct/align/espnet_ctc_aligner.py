@@ -1,7 +1,7 @@
 """``espnet_ctc``: word timings by ESPnet's CTC segmentation with a user's ESPnet ASR model.
 
 ``--ctc-model`` names the model (a directory with ``config.yaml`` and a ``.pth``, or the
-``.pth``; see :func:`punct.align.espnet_model.model_files`), ``--ctc-device`` its device.
+``.pth``; see :func:`punct.asr.espnet_model.model_files`), ``--ctc-device`` its device.
 Each transcript word is one segment of ``espnet2.bin.asr_align.CTCSegmentation``, so a
 word runs from the first to the last CTC frame of its tokens; times are relative to the
 utterance start and kept inside the audio. Audio too short for the transcript fails
@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from punct.align.base import Aligner, AlignRequest, AlignResult, check_plausible
-from punct.align.espnet_model import EspnetCtc
+from punct.asr.espnet_model import EspnetCtc
 from punct.errors import MissingDataError
 
 

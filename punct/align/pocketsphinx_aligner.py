@@ -41,8 +41,8 @@ from punct.data.nonspeech import NonSpeechMap, load_nonspeech_map
 from punct.data.timed import TimedWord
 from punct.errors import PunctInputError
 from punct.extras import require
+from punct.features.resample import resample_int16
 from punct.synth.espeak import get_engine
-from punct.synth.resample import resample_int16
 
 SAMPLE_RATE = 16000
 #: Pronunciation of an unintelligible token (``(())``, ``<unk>``): one neutral vowel,

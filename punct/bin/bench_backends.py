@@ -22,10 +22,10 @@ from typing import Any
 
 import torch
 
+from punct.engine.precision import cpu_flags
 from punct.errors import PunctInputError, report_error
 from punct.export.measure import measure_backends
 from punct.export.system import load_system
-from punct.infer.precision import cpu_flags
 from punct.train.env import cpu_model, set_num_threads
 
 DEFAULT = "torch-fp32,torch-bf16,torch-int8,onnx-fp32,onnx-int8"

@@ -11,8 +11,8 @@ tokenizer is a WordPiece vocabulary built from the input's most frequent words
 (``--vocab``; other words split into letters), the featurizer the family's own.
 Rows, timed interleaved (best of ``--reps``, one thread unless ``--num-threads``; the
 clock is this process's CPU time, steady on a shared machine):
-- ``reference``: the engine before issue 20 (``punct.infer.reference_decode``);
-- ``engine``: today's engine (``punct.infer.decode.predict_words``).
+- ``reference``: the engine before issue 20 (``punct.engine.reference_decode``);
+- ``engine``: today's engine (``punct.engine.decode.predict_words``).
 Both rows must take the same decisions (``identical`` in the output). ``--profile``
 prints where the engine's time goes (cProfile, top functions by own time).
 """
@@ -38,8 +38,8 @@ from punct.config import resolve_config
 from punct.data.iwslt import blocks, parse_che_tsv, word_rows
 from punct.data.sequences import table_to_seqs
 from punct.data.windows import stride_for
-from punct.infer.decode import decide, predict_words
-from punct.infer.reference_decode import reference_predict_words, reference_rule_caps
+from punct.engine.decode import decide, predict_words
+from punct.engine.reference_decode import reference_predict_words, reference_rule_caps
 from punct.labels import get_label_set
 from punct.models.base import Prediction, PunctModel, Registry
 from punct.wordtable import read_word_table

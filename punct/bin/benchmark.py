@@ -11,7 +11,7 @@ times, interleaved, best run kept (other load on the machine only ever slows a r
 - ``engine_text``: the engine at 1 prediction per token on the words alone (no pauses),
   the input the pipeline gets;
 - ``pipeline_b1`` / ``pipeline_bN``: ``pipeline("token-classification", stride=...)``
-  over the same weights (``punct.infer.hf_adapter``), chunks of ``window`` pieces, no
+  over the same weights (``punct.engine.hf_adapter``), chunks of ``window`` pieces, no
   overlap (1 prediction per token), batch size 1 (its default) and N (ours);
   ``*_no_overhead`` subtracts the adapter's own regrouping time from the pipeline's;
 - ``encoder``: the bare pretrained encoder's forward pass over the engine's windows
@@ -38,8 +38,7 @@ import numpy as np
 import torch
 
 from punct.data.sequences import load_data_dir
-from punct.errors import PunctInputError, report_error
-from punct.infer.decode import (
+from punct.engine.decode import (
     decide,
     decode_settings,
     hypothesis_rows,
@@ -48,7 +47,8 @@ from punct.infer.decode import (
     pick_device,
     predict_words,
 )
-from punct.infer.hf_adapter import find_encoder, make_pipeline, pipeline_decode
+from punct.engine.hf_adapter import find_encoder, make_pipeline, pipeline_decode
+from punct.errors import PunctInputError, report_error
 from punct.labels import get_label_set
 from punct.score.metrics import score_tables
 from punct.train.env import collect_env, set_num_threads

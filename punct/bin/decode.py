@@ -19,11 +19,8 @@ import torch
 
 from punct.atomic import atomic_write_text
 from punct.data.sequences import load_data_dir
-from punct.errors import PunctInputError, report_error
-from punct.export.backends import backend_model, choose_backend
-from punct.export.system import System
-from punct.infer.constraints import data_dir_edges
-from punct.infer.decode import (
+from punct.engine.constraints import data_dir_edges
+from punct.engine.decode import (
     decide,
     decode_info,
     decode_settings,
@@ -32,7 +29,10 @@ from punct.infer.decode import (
     pick_device,
     predict_words,
 )
-from punct.infer.violations import count_violations
+from punct.engine.violations import count_violations
+from punct.errors import PunctInputError, report_error
+from punct.export.backends import backend_model, choose_backend
+from punct.export.system import System
 from punct.kaldi import ends_mid_stream
 from punct.labels import get_label_set
 from punct.train.env import set_num_threads

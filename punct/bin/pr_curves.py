@@ -23,8 +23,8 @@ import numpy as np
 
 from punct.config import load_config
 from punct.data.sequences import load_data_dir
+from punct.engine.decode import load_experiment
 from punct.errors import MissingDataError, PunctInputError, report_error
-from punct.infer.decode import load_experiment
 from punct.labels import get_label_set
 from punct.score.figure import new_figure, save_png
 from punct.wordtable import read_word_table

@@ -11,7 +11,7 @@ the recogniser's language, ``asr.json`` with the WER): see
 Recognisers: ``pocketsphinx`` (English, offline, the wheel's en-US model and language
 model), ``espnet`` (the ESPnet ASR model of ``--asr-model``, its words timed by CTC
 segmentation; ``./setup.sh --with-espnet``) and ``ctc`` (a wav2vec2/MMS CTC model of
-``--asr-model``, greedy best path timed by its frames: :mod:`punct.align.ctc_asr`); the
+``--asr-model``, greedy best path timed by its frames: :mod:`punct.asr.ctc_asr`); the
 last two serve the utterances of ``--language``.
 """
 

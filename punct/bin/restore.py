@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, BinaryIO, TextIO
 
 from punct.api import Restorer
 from punct.data.nonspeech import add_nonspeech_option
+from punct.engine.symbols import cased_input, tally
 from punct.errors import MissingDataError, PunctInputError, report_error
 from punct.export.backends import BACKENDS
 from punct.infer import espnet_inputs, inputs, subtitles
@@ -43,7 +44,6 @@ from punct.infer.asr import RECOGNIZERS, SpeechInput, make_recognizer
 from punct.infer.casing import CaseKeeper
 from punct.infer.outputs import write_segments
 from punct.infer.progress import InputShare, ProgressBar
-from punct.infer.symbols import cased_input, tally
 from punct.train.env import set_num_threads
 
 if TYPE_CHECKING:

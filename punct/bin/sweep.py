@@ -24,9 +24,7 @@ from typing import Any
 import torch
 
 from punct.data.sequences import load_data_dir
-from punct.errors import PunctInputError, report_error
-from punct.extras import require
-from punct.infer.decode import (
+from punct.engine.decode import (
     decide,
     decode_settings,
     hypothesis_rows,
@@ -34,6 +32,8 @@ from punct.infer.decode import (
     pick_device,
     predict_words,
 )
+from punct.errors import PunctInputError, report_error
+from punct.extras import require
 from punct.labels import get_label_set
 from punct.score.figure import new_figure, save_png
 from punct.score.metrics import score_tables

@@ -27,13 +27,13 @@ import torch
 
 from punct.config import OptimizerSection, load_config
 from punct.data.sequences import load_data_dir
-from punct.errors import PunctInputError, report_error
-from punct.infer.precision import (
+from punct.engine.precision import (
     BF16_CPU_FLAGS,
     autocast_dtype,
     cpu_flags,
     resolve_precision,
 )
+from punct.errors import PunctInputError, report_error
 from punct.labels import get_label_set
 from punct.registry import lookup
 from punct.train.byte_dropout import apply_dropout_masks

@@ -1,11 +1,11 @@
 """Inference backends, the record of their check on a dev set, and what ``auto`` picks.
 
 Backends: ``torch`` (fp32, or bf16 autocast where the decode settings say so),
-``torch-int8`` (``punct.infer.int8``: dynamic int8 Linear layers, no extra dependency),
+``torch-int8`` (``punct.engine.int8``: dynamic int8 Linear layers, no extra dependency),
 ``onnx`` / ``onnx-int8`` (onnxruntime on an exported dir's ``model.onnx`` /
 ``model.int8.onnx``) and ``auto``:
 
-- on a GPU, or on a CPU with native bf16 (``punct.infer.precision``), or with an explicit
+- on a GPU, or on a CPU with native bf16 (``punct.engine.precision``), or with an explicit
   precision: ``torch`` (bf16 where the precision setting resolves to it, as before);
 - on a CPU without native bf16: the fastest backend that the system's *backend record*
   (``backends.json`` beside the weights, written by ``punct-export --check-backends`` or
@@ -28,12 +28,12 @@ from typing import Any
 
 import torch
 
+from punct.engine.int8 import quantize_int8
+from punct.engine.precision import bf16_supported, resolve_bf16
 from punct.errors import PunctInputError
 from punct.export.onnx_backend import OnnxModel
 from punct.export.onnx_export import INT8_FILE, ONNX_FILE
 from punct.export.system import WEIGHTS_FILE, System
-from punct.infer.int8 import quantize_int8
-from punct.infer.precision import bf16_supported, resolve_bf16
 from punct.models.base import PunctModel
 
 BACKENDS = ("auto", "torch", "torch-int8", "onnx", "onnx-int8")

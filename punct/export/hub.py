@@ -26,6 +26,7 @@ from safetensors.torch import save_file
 
 from punct import __version__
 from punct.config import Config, load_config
+from punct.engine.decode import read_thresholds
 from punct.errors import MissingDataError
 from punct.export.card import model_card
 from punct.export.system import (
@@ -36,7 +37,6 @@ from punct.export.system import (
     WEIGHTS_FILE,
     decision_rule,
 )
-from punct.infer.decode import read_thresholds
 from punct.labels import CAP_LABELS, get_label_set
 from punct.models.checkpoint import load_checkpoint
 

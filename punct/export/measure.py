@@ -17,9 +17,9 @@ import numpy as np
 import torch
 
 from punct.data.sequences import load_data_dir
+from punct.engine.decode import decide, decode_settings, hypothesis_rows, predict_words
 from punct.export.backends import REFERENCE, backend_model, usable, write_record
 from punct.export.system import System, load_system
-from punct.infer.decode import decide, decode_settings, hypothesis_rows, predict_words
 from punct.score.metrics import score_tables
 
 #: measured name -> (backend, bf16 setting)

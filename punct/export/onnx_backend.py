@@ -1,6 +1,6 @@
 """The onnxruntime backend: a ``PunctModel`` whose ``predict`` runs ``model.onnx``.
 
-It plugs into the shared engine (``punct.infer.decode.predict_words``) unchanged: the
+It plugs into the shared engine (``punct.engine.decode.predict_words``) unchanged: the
 featurizer still cuts and collates windows, the session computes the probabilities, and
 aggregation and decisions are the same as with torch.
 """

@@ -18,9 +18,9 @@ import torch
 from safetensors.torch import load_file
 
 from punct.config import Config, resolve_config
+from punct.engine.decode import load_experiment
 from punct.errors import MissingDataError, PunctInputError
 from punct.extras import require
-from punct.infer.decode import load_experiment
 from punct.labels import LabelSet, get_label_set
 from punct.models.base import Featurizer, PunctModel, Registry, weights_from_checkpoint
 

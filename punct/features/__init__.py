@@ -2,6 +2,7 @@
 
 - :mod:`punct.features.mfcc`: ``MfccConfig``, ``mel_filterbank``, ``mfcc``, ``add_deltas``,
   ``cmvn``.
+- :mod:`punct.features.resample`: ``resample_int16`` (16-bit PCM between sample rates).
 """
 
 from __future__ import annotations

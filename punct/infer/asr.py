@@ -1,7 +1,7 @@
 """Speech input of ``restore --asr``: audio files -> a recogniser -> ``Document`` stream.
 
 Each audio file (anything soundfile reads; channels averaged; any sample rate the
-recogniser resamples, see :func:`punct.align.pocketsphinx_asr.to_pcm16k`) is one
+recogniser resamples, see :func:`punct.asr.pocketsphinx_asr.to_pcm16k`) is one
 document, its id the file name without the extension. Recognisers:
 
 - ``pocketsphinx``: English, offline, the acoustic and language model of the
@@ -10,7 +10,7 @@ document, its id the file name without the extension. Recognisers:
   then timed by CTC segmentation with the same model;
 - ``ctc``: a wav2vec2/MMS-style CTC model (``--asr-model``: a local directory or a
   Hugging Face id), greedy best path timed by its frames
-  (:mod:`punct.align.ctc_asr`).
+  (:mod:`punct.asr.ctc_asr`).
 
 The pauses between the timed words reach the restoring model exactly as from a CTM
 (untimed words, e.g. ESPnet with ``timings=False``, come without pauses).
@@ -24,9 +24,9 @@ from typing import Protocol
 
 import numpy as np
 
-from punct.align.ctc_asr import CtcRecognizer
-from punct.align.espnet_model import EspnetAsr, EspnetCtc
-from punct.align.pocketsphinx_asr import PocketsphinxRecognizer
+from punct.asr.ctc_asr import CtcRecognizer
+from punct.asr.espnet_model import EspnetAsr, EspnetCtc
+from punct.asr.pocketsphinx_asr import PocketsphinxRecognizer
 from punct.data.timed import TimedWord
 from punct.errors import MissingDataError, PunctInputError
 from punct.extras import require

@@ -16,7 +16,7 @@ recogniser's) is not cased, and the model cases it. Pass-through words (emoji, U
 and non-speech tokens do not count; they keep their form anyway.
 
 ``CaseKeeper.documents`` wraps the readers' documents (their words split inside
-``punct.infer.symbols.cased_input()``) and hands the engine the words lower-cased,
+``punct.engine.symbols.cased_input()``) and hands the engine the words lower-cased,
 exactly as without keep-case, so the model's input does not change;
 ``CaseKeeper.segments`` puts the kept forms back into the restored rows, in order. A
 form waits only while its word is inside the engine, so memory stays bounded.
@@ -29,8 +29,8 @@ from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 
+from punct.engine.symbols import is_dotted_abbreviation, is_passthrough
 from punct.infer.stream import Document, InputWord, Segment
-from punct.infer.symbols import is_dotted_abbreviation, is_passthrough
 from punct.labels import cap_label
 from punct.wordtable import WordRow
 

@@ -2,7 +2,7 @@
 
 Every reader is lazy: lines are read one at a time, and a CTM recording's words are
 handed out while later lines are still unread (one word of lookahead, for its pause).
-Words are lower-cased and stripped of punctuation marks (``punct.infer.symbols``),
+Words are lower-cased and stripped of punctuation marks (``punct.engine.symbols``),
 so already punctuated input is accepted and re-punctuated; symbols the label set does
 not know (emoji, CJK, maths signs, URLs) pass through unchanged, inside a word or as one.
 Pauses come from the timings by the one formula of training, :func:`punct.data.timed.pauses`:
@@ -41,9 +41,9 @@ from typing import Any, BinaryIO
 from punct.data.ctm import SILENCE_TOKENS, parse_ctm_fields
 from punct.data.textgrid import read_textgrid, textgrid_words
 from punct.data.timed import TimedWord, iter_pauses
+from punct.engine.symbols import count_overlap, is_nonspeech_word, split_words
 from punct.errors import MissingDataError, PunctInputError
 from punct.infer.stream import Document, InputWord, plain_words
-from punct.infer.symbols import count_overlap, is_nonspeech_word, split_words
 
 FORMATS = ("text", "ctm", "textgrid", "jsonl")
 
@@ -64,7 +64,7 @@ def iter_lines(stream: BinaryIO, name: str) -> Iterator[tuple[int, str]]:
 def text_words(text: str, name: str, line: int) -> list[str]:
     """Lower-cased words of a (possibly punctuated) text; marks alone give none.
 
-    Tolerant (``punct.infer.symbols``): symbols outside the label set never stop a run; a
+    Tolerant (``punct.engine.symbols``): symbols outside the label set never stop a run; a
     word holding one passes through with its exact form and is counted. ``name`` and
     ``line`` are kept for the readers' error messages.
     """

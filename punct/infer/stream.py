@@ -15,11 +15,11 @@ block_words + 2 * context_words`` words, and a word leaves the engine at most
 ``block_words + context_words`` words (plus one batch) after it was read.
 
 Non-speech tokens (``InputWord.nonspeech``: ``<breath>``, ``[noise]`` of the active map,
-``punct.infer.symbols``) travel with the words but are not shown to the model: each
+``punct.engine.symbols``) travel with the words but are not shown to the model: each
 comes out at its position as a row of its own, written exactly as it came in, with no
 mark and no capital; the words around it are punctuated as if it were not there.
 
-The document rules (``punct.infer.doc_rules``: paired quotes, a capital after a sentence
+The document rules (``punct.engine.doc_rules``: paired quotes, a capital after a sentence
 end, a final mark at the end) hold across blocks: each block starts in the state the
 previous one ended in, and only the last block must end with a final mark.
 """
@@ -33,10 +33,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from punct.engine.constraints import Edges
+from punct.engine.decode import DecodeSettings, decide, ordered_marks, predict_words
+from punct.engine.symbols import is_nonspeech_word, is_passthrough
 from punct.errors import PunctInputError
-from punct.infer.constraints import Edges
-from punct.infer.decode import DecodeSettings, decide, ordered_marks, predict_words
-from punct.infer.symbols import is_nonspeech_word, is_passthrough
 from punct.labels import CAP_LABELS, LabelSet, apply_cap
 from punct.models.base import Featurizer, PunctModel, WordSeq
 from punct.wordtable import WordRow
@@ -45,7 +45,7 @@ from punct.wordtable import WordRow
 @dataclass(frozen=True)
 class InputWord:
     """One input word: lower-cased, marks stripped; times in seconds when known. A word
-    holding symbols outside the label set keeps its exact form (``punct.infer.symbols``)."""
+    holding symbols outside the label set keeps its exact form (``punct.engine.symbols``)."""
 
     word: str
     start: float | None = None

@@ -32,9 +32,9 @@ from punct.data.mini_corpus import Doc
 from punct.data.timed import TimedWord
 from punct.errors import PunctInputError
 from punct.extras import require
+from punct.features.resample import resample_int16
 from punct.labels import Token, parse_text
 from punct.synth.espeak import RATE_RANGE, Engine, SynthEvent, SynthResult, get_engine
-from punct.synth.resample import resample_int16
 from punct.synth.style import SpeechStyle, jitter_rate, restyle
 
 OUT_RATE = 16000

@@ -44,10 +44,10 @@ import numpy as np
 from punct.atomic import atomic_path, atomic_write_text
 from punct.errors import PunctInputError
 from punct.extras import require
+from punct.features.resample import resample_int16
 from punct.kaldi import copy_set_markers, read_utt2lang, spk2utt_from_utt2spk, write_kv
 from punct.labels import CANONICAL, OPENING_LABELS
 from punct.synth.espeak import Engine, EspeakError, get_engine
-from punct.synth.resample import resample_int16
 from punct.synth.style import SENTENCE_END_MARKS
 from punct.wordtable import WordRow, read_word_table, render_rows, write_word_table
 

@@ -28,8 +28,8 @@ from typing import Any
 import torch
 from transformers import BertForMaskedLM
 
+from punct.engine.precision import autocast_dtype, resolve_precision
 from punct.errors import PunctInputError
-from punct.infer.precision import autocast_dtype, resolve_precision
 from punct.models.encoders import load_tokenizer, resolve_encoder
 
 LOG = logging.getLogger(__name__)

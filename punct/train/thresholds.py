@@ -15,7 +15,7 @@ untuned default is the calibrated w / (1 + w), the point where the unweighted po
 is one half; otherwise a rare, heavily weighted mark (EXCLAMATION) outbids a frequent one
 (PERIOD) wherever both are likely. The result is written to
 ``thresholds.json`` in the experiment directory and used by decode, restore and the
-sweep (``punct.infer.decode.read_thresholds``). Exclusive label sets decode by argmax and
+sweep (``punct.engine.decode.read_thresholds``). Exclusive label sets decode by argmax and
 have no thresholds.
 """
 
@@ -29,8 +29,8 @@ from pathlib import Path
 import numpy as np
 
 from punct.atomic import atomic_write_text
-from punct.infer.combinations import constrained_marks
-from punct.infer.decode import THRESHOLDS_FILE
+from punct.engine.combinations import constrained_marks
+from punct.engine.decode import THRESHOLDS_FILE
 
 GRID = np.round(np.arange(0.05, 0.951, 0.05), 2)
 MIN_SUPPORT = 20
@@ -58,7 +58,7 @@ def _f1(tp: np.ndarray, fp: np.ndarray, fn: np.ndarray) -> np.ndarray:
 def micro_f1(probs: np.ndarray, ref: np.ndarray, thresholds: np.ndarray,
              allowed: np.ndarray | None = None) -> float:
     """Micro-F1 over all marks of the decisions ``probs >= thresholds`` (or, with
-    ``allowed`` sets of marks, of ``punct.infer.combinations.constrained_marks``)."""
+    ``allowed`` sets of marks, of ``punct.engine.combinations.constrained_marks``)."""
     return scored_decisions(probs, ref, thresholds, allowed)[1]
 
 

@@ -48,11 +48,11 @@ from punct.data.augment import Augmenter, TrainingAugmenter, word_counts
 from punct.data.confusable import load_neighbours
 from punct.data.sequences import cut_seq, load_data_dir, rows_to_seq
 from punct.data.windows import batched
+from punct.engine.combinations import combination_matrix, seen_combinations
+from punct.engine.constraints import data_dir_edges
+from punct.engine.decode import decide, decode_settings, hypothesis_rows, predict_words
+from punct.engine.precision import autocast_dtype, resolve_precision
 from punct.errors import MissingDataError, PunctInputError
-from punct.infer.combinations import combination_matrix, seen_combinations
-from punct.infer.constraints import data_dir_edges
-from punct.infer.decode import decide, decode_settings, hypothesis_rows, predict_words
-from punct.infer.precision import autocast_dtype, resolve_precision
 from punct.kaldi import ends_mid_stream
 from punct.labels import LabelSet, get_label_set
 from punct.models.base import Featurizer, PunctModel, Registry, Window

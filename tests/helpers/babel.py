@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 import soundfile as sf
 
+from punct.features.resample import resample_int16
 from punct.synth.espeak import get_engine
-from punct.synth.resample import resample_int16
 from punct.wordtable import rows_from_text
 
 RATE = 16000

@@ -16,8 +16,8 @@ from pathlib import Path
 import numpy as np
 import soundfile
 
+from punct.features.resample import resample_int16
 from punct.synth.espeak import get_engine
-from punct.synth.resample import resample_int16
 
 RATE = 16000
 GAP_S = 0.6

@@ -14,7 +14,7 @@ from pathlib import Path
 import torch
 import yaml
 
-from punct.align.espnet_env import import_espnet2
+from punct.asr.espnet_env import import_espnet2
 
 TOKENS = ["<blank>", "<unk>", "<space>", *string.ascii_lowercase, "'", "<sos/eos>"]
 

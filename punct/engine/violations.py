@@ -1,4 +1,4 @@
-"""Counting the breaks of the document rules (``punct.infer.doc_rules``) in restored text.
+"""Counting the breaks of the document rules (``punct.engine.doc_rules``) in restored text.
 
 ``count_violations`` reads word rows (a hypothesis table of stage 6, the rows of a
 restored document) and counts each kind of break: an unclosed quote, ``¿`` or ``¡``
@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Protocol
 
-from punct.infer.doc_rules import DOC_START, VIOLATIONS, DocRules, needs_capital
-from punct.infer.symbols import is_nonspeech_word, is_passthrough
+from punct.engine.doc_rules import DOC_START, VIOLATIONS, DocRules, needs_capital
+from punct.engine.symbols import is_nonspeech_word, is_passthrough
 from punct.labels import PUNCT_LABELS, cap_label
 
 

@@ -19,7 +19,7 @@ import numpy as np
 import torch
 import yaml
 
-from punct.align.espnet_env import import_espnet2
+from punct.asr.espnet_env import import_espnet2
 from punct.data.timed import TimedWord
 from punct.errors import MissingDataError, PunctInputError
 from punct.extras import require

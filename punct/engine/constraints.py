@@ -1,9 +1,9 @@
 """Constrained decoding: the best labelling of each document that obeys ``doc_rules``.
 
-The per-word decisions of ``punct.infer.decode.decide`` are made word by word and can
+The per-word decisions of ``punct.engine.decode.decide`` are made word by word and can
 break the rules every reader knows (an opening quote never closed, a lower-case word
 after a period, a document ending in a comma). Here each document is decoded as a whole
-by a Viterbi search over the finite-state machine of ``punct.infer.doc_rules`` (states:
+by a Viterbi search over the finite-state machine of ``punct.engine.doc_rules`` (states:
 which pairs are open, whether a sentence has just ended).
 
 Scoring. Each word's candidate decisions are scored by the model's log-probabilities,
@@ -12,7 +12,7 @@ today's decisions exactly:
 
 - multi-label sets: a set of marks scores the sum of its marks' margins ``logit(p_k) -
   logit(t_k)`` (the tuned per-mark thresholds ``t_k`` act as a bias: a mark is worth
-  taking alone when ``p_k >= t_k``, as in ``punct.infer.combinations``). Candidates are
+  taking alone when ``p_k >= t_k``, as in ``punct.engine.combinations``). Candidates are
   every subset of the marks the rules look at (``doc_rules.RULE_MARKS``); the other
   marks keep their threshold decision. With ``decode.combinations`` the candidates are
   the allowed sets;
@@ -34,8 +34,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from punct.infer.doc_rules import ENDED, DocRules, is_cased, needs_capital, rule_marks, states
-from punct.infer.symbols import is_passthrough
+from punct.engine.doc_rules import ENDED, DocRules, is_cased, needs_capital, rule_marks, states
+from punct.engine.symbols import is_passthrough
 from punct.labels import CAP_LABELS
 from punct.models.base import WordSeq
 

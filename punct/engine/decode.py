@@ -5,14 +5,14 @@ predictions per word; arrays, ``Featurizer.plan``) -> batches across windows and
 utterances, longest first -> ``PunctModel.predict`` (optionally under bf16 autocast; on
 CUDA fed from pinned memory without waiting) -> the outputs at the word slots ->
 aggregation by ``word_ids`` (mean of probabilities, or sum of activations, summed in
-arrival order: ``punct.infer.aggregate.SlotAggregator``) -> per-word decisions: for an
+arrival order: ``punct.engine.aggregate.SlotAggregator``) -> per-word decisions: for an
 exclusive label set (iwslt4, moro2) the argmax over O (one minus the marks'
 probabilities) and the marks; for a multi-label set a mark is predicted when its
 probability is at least its threshold (``decode.threshold``, 0.5, or the per-mark
 thresholds tuned on dev and stored in ``thresholds.json``); the capitalisation class by
 argmax. With ``decode.constraints`` (the default) each document then gets the best
 labelling that obeys the document rules (paired quotes and ¿/¡, a capital after a
-sentence end, a final mark at the end; ``punct.infer.constraints``).
+sentence end, a final mark at the end; ``punct.engine.constraints``).
 
 Families that do not model capitalisation (``Prediction.cap is None``, e.g. BRNN) get
 their cap column from a rule: FIRST_CAP at the start of an utterance and after a
@@ -36,12 +36,12 @@ from tqdm import tqdm
 
 from punct.config import Config, load_config
 from punct.data.windows import stride_for
+from punct.engine.aggregate import SlotAggregator
+from punct.engine.combinations import combination_matrix, constrained_marks
+from punct.engine.constraints import Edges, constrain, through_word
+from punct.engine.precision import resolve_bf16
+from punct.engine.transfer import batch_to_device, rows_at, to_device, to_numpy
 from punct.errors import MissingDataError, PunctInputError
-from punct.infer.aggregate import SlotAggregator
-from punct.infer.combinations import combination_matrix, constrained_marks
-from punct.infer.constraints import Edges, constrain, through_word
-from punct.infer.precision import resolve_bf16
-from punct.infer.transfer import batch_to_device, rows_at, to_device, to_numpy
 from punct.labels import CAP_LABELS, OPENING_LABELS, apply_cap, get_label_set
 from punct.models.base import (
     Featurizer,
@@ -116,7 +116,7 @@ def predict_words(model: PunctModel, featurizer: Featurizer, seqs: Sequence[Word
                   progress: bool = False, exclusive: bool = False) -> WordPredictions:
     """Run the model over all windows of ``seqs`` and aggregate per word.
 
-    ``bf16``: True/False or ``auto``/``on``/``off`` (see ``punct.infer.precision``);
+    ``bf16``: True/False or ``auto``/``on``/``off`` (see ``punct.engine.precision``);
     ``exclusive``: the marks are the shares of one softmax (``sum`` aggregation).
     The windows come from ``featurizer.plan`` (arrays, batch by batch); only the word
     slots of each batch leave the device, and the host never waits for the model
@@ -193,9 +193,9 @@ def decide(pred: WordPredictions, seqs: Sequence[WordSeq], labels: Sequence[str]
 
     ``exclusive``: argmax over O and the marks; otherwise each mark at or above its
     threshold (one value, or one per mark), or, with ``combinations`` (the sets of marks
-    a word may get), the best of those sets (``punct.infer.combinations``).
+    a word may get), the best of those sets (``punct.engine.combinations``).
     ``constraints``: each document (sequence) gets the best labelling that obeys the
-    rules of ``punct.infer.doc_rules`` (``punct.infer.constraints``; ``edges``: where
+    rules of ``punct.engine.doc_rules`` (``punct.engine.constraints``; ``edges``: where
     the sequences are blocks of longer documents)."""
     thr = np.asarray(threshold, dtype=np.float64)
     allowed = None
@@ -228,7 +228,7 @@ def keep_best_mark(marks: np.ndarray, punct: np.ndarray) -> np.ndarray:
 
 def rule_caps(marks: np.ndarray, seqs: Sequence[WordSeq], labels: Sequence[str]) -> np.ndarray:
     """FIRST_CAP at utterance start and after a sentence-final mark, else O; pass-through
-    words (``punct.infer.symbols``, written as they came) leave the capital to the next."""
+    words (``punct.engine.symbols``, written as they came) leave the capital to the next."""
     final = np.array([lab in SENTENCE_FINAL for lab in labels], dtype=bool)
     n = marks.shape[0]
     caps = np.zeros(n, dtype=np.int64)
@@ -376,7 +376,7 @@ class DecodeSettings:
     threshold: float | tuple[float, ...]
     exclusive: bool = False
     combinations: tuple[tuple[str, ...], ...] | None = None  # None: any set of marks
-    constraints: bool = True  # document rules (``punct.infer.constraints``)
+    constraints: bool = True  # document rules (``punct.engine.constraints``)
 
     @property
     def per_token(self) -> float:

@@ -4,7 +4,7 @@ and the "before" row of ``python -m punct.bin.bench_engine``.
 Per-word Python: ``Featurizer.windows`` cuts every window as a dict of arrays,
 ``Featurizer.collate`` pads each batch, ``Aggregator`` adds every batch with
 ``np.add.at`` over all positions, and the casing rule loops over the words. Not used by
-the recipes; :func:`punct.infer.decode.predict_words` must give the same numbers.
+the recipes; :func:`punct.engine.decode.predict_words` must give the same numbers.
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ import numpy as np
 import torch
 
 from punct.data.windows import batched
-from punct.infer.aggregate import Aggregator
-from punct.infer.constraints import through_word
-from punct.infer.decode import SENTENCE_FINAL, WordPredictions
-from punct.infer.precision import resolve_bf16
+from punct.engine.aggregate import Aggregator
+from punct.engine.constraints import through_word
+from punct.engine.decode import SENTENCE_FINAL, WordPredictions
+from punct.engine.precision import resolve_bf16
 from punct.labels import CAP_LABELS
 from punct.models.base import Featurizer, PunctModel, WordSeq
 

@@ -14,7 +14,7 @@ Within one document (an utterance of a data dir, a restored document):
 (c) a sentence-final mark (PERIOD, QUESTION, EXCLAMATION or ELLIPSIS, as far as the label
     set has them) on the last word of a document, with every pair closed;
 (d) no mark on a pass-through word (a word holding a symbol outside the label set: an
-    emoji, a URL, ``punct.infer.symbols``; non-speech tokens never reach the model).
+    emoji, a URL, ``punct.engine.symbols``; non-speech tokens never reach the model).
     Pass-through words are transparent to the other rules: ``Thanks. 🙂`` ends a
     document properly.
 

@@ -27,7 +27,7 @@ import numpy as np
 from punct.data.timed import TimedWord
 from punct.errors import PunctInputError
 from punct.extras import require
-from punct.synth.resample import resample_int16
+from punct.features.resample import resample_int16
 
 SAMPLE_RATE = 16000
 MIN_SAMPLE_RATE = 8000

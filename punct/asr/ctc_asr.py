@@ -2,7 +2,7 @@
 ``transformers.AutoModelForCTC`` loads, a local directory or a Hugging Face id).
 
 :class:`CtcRecognizer` computes the model's frame log-probabilities with the windowing of
-the CTC aligner (:class:`punct.align.ctc_aligner.CtcModel`) and decodes them greedily
+the CTC aligner (:class:`punct.asr.ctc_model.CtcModel`) and decodes them greedily
 (best path, no language model), :func:`greedy_words`:
 
 - the most likely token of every frame; runs of one token collapse to one, blanks
@@ -27,7 +27,7 @@ from collections.abc import Mapping
 import numpy as np
 import torch
 
-from punct.align.ctc_aligner import CtcModel, resample
+from punct.asr.ctc_model import CtcModel, resample
 from punct.data.timed import TimedWord
 from punct.errors import PunctInputError
 

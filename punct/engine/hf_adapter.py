@@ -40,7 +40,7 @@ from transformers import (
 )
 from transformers.modeling_outputs import TokenClassifierOutput
 
-from punct.infer.decode import predict_words, rule_caps
+from punct.engine.decode import predict_words, rule_caps
 from punct.labels import CAP_LABELS, LabelSet
 from punct.models.base import Featurizer, PunctModel, WordSeq
 
