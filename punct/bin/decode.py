@@ -19,7 +19,6 @@ import torch
 
 from punct.atomic import atomic_write_text
 from punct.data.sequences import load_data_dir
-from punct.engine.constraints import data_dir_edges
 from punct.engine.decode import (
     decide,
     decode_info,
@@ -33,7 +32,6 @@ from punct.engine.violations import count_violations
 from punct.errors import PunctInputError, report_error
 from punct.export.backends import backend_model, choose_backend
 from punct.export.system import System
-from punct.kaldi import ends_mid_stream
 from punct.labels import get_label_set
 from punct.train.env import set_num_threads
 from punct.wordtable import render_rows, write_word_table
@@ -97,10 +95,9 @@ def run(args: argparse.Namespace) -> dict:
                          aggregate, device, progress=not args.quiet and sys.stderr.isatty(),
                          exclusive=st.exclusive)
     # utterances cut out of a stream do not end a document: no final mark required there
-    mid_stream = ends_mid_stream(args.data_dir)
-    edges = data_dir_edges(seqs, mid_stream)
+    mid_stream = not all(s.ends_document for s in seqs)
     marks, caps = decide(pred, seqs, label_set.labels, threshold, st.exclusive,
-                         st.combinations, st.constraints, edges=edges)
+                         st.combinations, st.constraints)
     hyp = hypothesis_rows(utts, seqs, marks, caps, label_set.labels)
     out_dir = Path(args.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)

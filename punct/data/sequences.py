@@ -15,7 +15,7 @@ import numpy as np
 
 from punct.errors import MissingDataError, PunctInputError
 from punct.extras import require
-from punct.kaldi import read_utt2lang
+from punct.kaldi import ends_mid_stream, read_utt2lang
 from punct.labels import CAP_LABELS, LabelSet
 from punct.wordtable import WordRow, read_word_table
 
@@ -39,6 +39,9 @@ class WordSeq:
     lang: str | None = None
     feats: dict[str, np.ndarray] = field(default_factory=dict)
     times: np.ndarray | None = None
+    # False for an utterance cut out of a longer stream (the data dir's ``mid_stream``
+    # marker, ``punct.kaldi.ends_mid_stream``): its end is no document end
+    ends_document: bool = True
 
     def __len__(self) -> int:
         return len(self.words)
@@ -124,7 +127,8 @@ def attach_streams(seqs: Sequence[WordSeq], data_dir: Path, streams: Sequence[st
 
 def load_data_dir(data_dir: str | Path, label_set: LabelSet, streams: Sequence[str] = ()
                   ) -> tuple[dict[str, list[WordRow]], list[WordSeq]]:
-    """Read ``<data_dir>/words.tsv`` (and ``utt2lang``, and the acoustic ``streams``)."""
+    """Read ``<data_dir>/words.tsv`` (and ``utt2lang``, the acoustic ``streams`` and the
+    ``mid_stream`` marker: ``WordSeq.ends_document``)."""
     data_dir = Path(data_dir)
     table = data_dir / "words.tsv"
     if not table.is_file():
@@ -134,4 +138,7 @@ def load_data_dir(data_dir: str | Path, label_set: LabelSet, streams: Sequence[s
         raise PunctInputError("word table has no rows", table)
     seqs = table_to_seqs(utts, label_set, read_utt2lang(data_dir / "utt2lang", missing_ok=True))
     attach_streams(seqs, data_dir, streams)
+    if ends_mid_stream(data_dir):
+        for seq in seqs:
+            seq.ends_document = False
     return utts, seqs

@@ -60,10 +60,13 @@ class Edges:
     carry: dict[str, int] = field(default_factory=dict)
 
 
-def data_dir_edges(seqs: Sequence[WordSeq], mid_stream: bool) -> Edges | None:
-    """The edges of a data dir's utterances: None (each a whole document), or, for a set
-    cut out of a stream (``punct.kaldi.ends_mid_stream``), documents that do not end."""
-    return Edges([(0, len(s), True, False) for s in seqs]) if mid_stream else None
+def data_dir_edges(seqs: Sequence[WordSeq]) -> Edges | None:
+    """The edges of whole utterances: None where each is a whole document, else each
+    starts a document and ends one only where ``WordSeq.ends_document`` says so (a set cut
+    out of a stream, ``punct.kaldi.ends_mid_stream``)."""
+    if all(s.ends_document for s in seqs):
+        return None
+    return Edges([(0, len(s), True, s.ends_document) for s in seqs])
 
 
 @dataclass(frozen=True)
@@ -83,8 +86,21 @@ def _logit(p: np.ndarray) -> np.ndarray:
     return np.log(p) - np.log1p(-p)
 
 
-def _candidates(labels: Sequence[str], rules: DocRules, exclusive: bool,
+def _candidates(labels: Sequence[str], exclusive: bool,
                 allowed: np.ndarray | None) -> _Candidates:
+    """The candidate tables of a label set: built once per (labels, exclusivity, allowed
+    sets) and shared, read-only, by every later call (each epoch's dev decoding, each
+    restored block)."""
+    key = None if allowed is None else (allowed.shape, allowed.astype(bool).tobytes())
+    return _built_candidates(tuple(labels), exclusive, key)
+
+
+@functools.lru_cache(maxsize=64)
+def _built_candidates(labels: tuple[str, ...], exclusive: bool,
+                      allowed_key: tuple[tuple[int, ...], bytes] | None) -> _Candidates:
+    allowed = (None if allowed_key is None
+               else np.frombuffer(allowed_key[1], dtype=bool).reshape(allowed_key[0]))
+    rules = DocRules.for_labels(labels)
     n = len(labels)
     if exclusive:
         sets = np.vstack([np.zeros((1, n), dtype=bool), np.eye(n, dtype=bool)])
@@ -116,6 +132,8 @@ def _candidates(labels: Sequence[str], rules: DocRules, exclusive: bool,
                 step[i, k] = index[nxt]
                 if not rules.finish(nxt, marks):
                     final[i, k] = index[nxt]
+    for table in (sets, cols, step, final):
+        table.setflags(write=False)
     return _Candidates(sets, cols, kept, step, final)
 
 
@@ -250,7 +268,7 @@ def constrain(marks: np.ndarray, caps: np.ndarray | None, punct: np.ndarray,
     ``decode.combinations`` (None: any set)."""
     labels = list(labels)
     rules = DocRules.for_labels(labels)
-    cand = _candidates(labels, rules, exclusive, allowed)
+    cand = _candidates(labels, exclusive, allowed)
     marks, caps = marks.copy(), None if caps is None else caps.copy()
     cap = cap if caps is not None else None
     thr = np.asarray(threshold, dtype=np.float64)

@@ -38,7 +38,7 @@ from punct.config import Config, load_config
 from punct.data.windows import stride_for
 from punct.engine.aggregate import SlotAggregator
 from punct.engine.combinations import combination_matrix, constrained_marks
-from punct.engine.constraints import Edges, constrain, through_word
+from punct.engine.constraints import Edges, constrain, data_dir_edges, through_word
 from punct.engine.precision import resolve_bf16
 from punct.engine.transfer import batch_to_device, rows_at, to_device, to_numpy
 from punct.errors import MissingDataError, PunctInputError
@@ -196,7 +196,8 @@ def decide(pred: WordPredictions, seqs: Sequence[WordSeq], labels: Sequence[str]
     a word may get), the best of those sets (``punct.engine.combinations``).
     ``constraints``: each document (sequence) gets the best labelling that obeys the
     rules of ``punct.engine.doc_rules`` (``punct.engine.constraints``; ``edges``: where
-    the sequences are blocks of longer documents)."""
+    the sequences are blocks of longer documents; None: whole utterances, each ending a
+    document unless ``WordSeq.ends_document`` is false)."""
     thr = np.asarray(threshold, dtype=np.float64)
     allowed = None
     if exclusive:
@@ -211,6 +212,7 @@ def decide(pred: WordPredictions, seqs: Sequence[WordSeq], labels: Sequence[str]
             marks = pred.punct >= thr
     caps = None if pred.cap is None else row_argmax(pred.cap)
     if constraints:
+        edges = edges if edges is not None else data_dir_edges(seqs)
         marks, caps = constrain(marks, caps, pred.punct, pred.cap, seqs, labels, thr,
                                 exclusive, allowed, edges)
     return marks, rule_caps(marks, seqs, labels) if caps is None else caps

@@ -49,11 +49,9 @@ from punct.data.confusable import load_neighbours
 from punct.data.sequences import cut_seq, load_data_dir, rows_to_seq
 from punct.data.windows import batched
 from punct.engine.combinations import combination_matrix, seen_combinations
-from punct.engine.constraints import data_dir_edges
 from punct.engine.decode import decide, decode_settings, hypothesis_rows, predict_words
 from punct.engine.precision import autocast_dtype, resolve_precision
 from punct.errors import MissingDataError, PunctInputError
-from punct.kaldi import ends_mid_stream
 from punct.labels import LabelSet, get_label_set
 from punct.models.base import Featurizer, PunctModel, Registry, Window
 from punct.models.checkpoint import load_checkpoint
@@ -131,10 +129,9 @@ def _mean_loss(model: PunctModel, featurizer: Featurizer, windows: list[Window],
 
 def evaluate(model: PunctModel, featurizer: Featurizer, config: Config,
              dev_utts: dict[str, Any], dev_seqs: list[Any], dev_loss_windows: list[Window],
-             device: torch.device | str = "cpu", mid_stream: bool = False
-             ) -> dict[str, float | None]:
+             device: torch.device | str = "cpu") -> dict[str, float | None]:
     """Dev loss and dev micro-F1 (decoded with the shared decoder and decode settings, as
-    stage 6 decodes the set: ``mid_stream``, its utterances are cut out of a stream)."""
+    stage 6 decodes the set, ``mid_stream`` marker included)."""
     device = torch.device(device)
     labels = get_label_set(config.label_set).labels
     st = decode_settings(config, device)
@@ -142,8 +139,7 @@ def evaluate(model: PunctModel, featurizer: Featurizer, config: Config,
                          batch_size=st.batch_size, bf16=st.bf16, aggregate=st.aggregate,
                          device=device, exclusive=st.exclusive)
     marks, caps = decide(pred, dev_seqs, labels, st.threshold, st.exclusive,
-                         st.combinations, st.constraints,
-                         edges=data_dir_edges(dev_seqs, mid_stream))
+                         st.combinations, st.constraints)
     out: dict[str, float | None] = {
         "dev_loss": _mean_loss(model, featurizer, dev_loss_windows,
                                config.train.batch_size, device)
@@ -280,7 +276,6 @@ class _Run:
         streams = config.streams
         train_utts, self.train_seqs = load_data_dir(train_dir, label_set, streams)
         self.dev_utts, self.dev_seqs = load_data_dir(dev_dir, label_set, streams)
-        self.dev_mid_stream = ends_mid_stream(dev_dir)
         if init_dir is not None:
             featurizer = family.load_featurizer(init_dir / "featurizer", config)
         else:
@@ -602,7 +597,7 @@ class _Run:
     def _end_epoch(self, state: _Progress, e0: float) -> bool:
         """Rank 0: evaluate, log, keep the best model; True when training should stop."""
         dev = evaluate(self.model, self.featurizer, self.config, self.dev_utts, self.dev_seqs,
-                       self.dev_loss_windows, self.device, self.dev_mid_stream)
+                       self.dev_loss_windows, self.device)
         record = {"epoch": state.epoch, "train_loss": state.loss_sum / max(state.seen, 1),
                   **dev, "lr": self.optimizer.param_groups[0]["lr"],
                   "seconds": round(time.perf_counter() - e0, 3)}
