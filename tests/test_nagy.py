@@ -150,7 +150,8 @@ def test_layerwise_lr_decay_groups(tiny_dir: Path) -> None:
     assert sorted(grouped) == sorted(id(p) for p in model.parameters())  # each once
     # without model.encoder_lr the base is the optimizer's lr
     plain = make_model(config(tiny_dir, encoder_lr_decay=0.5), feat)
-    lrs = [g["lr"] for g in build_optimizer(plain, OptimizerSection(name="adamw", lr=1e-2)).param_groups]
+    optimizer = build_optimizer(plain, OptimizerSection(name="adamw", lr=1e-2))
+    lrs = [g["lr"] for g in optimizer.param_groups]
     assert lrs[n] == 1e-2 and lrs[0] == 1e-2 * 0.5 ** n
     with pytest.raises(PunctInputError, match=r"model\.encoder_lr_decay = 1\.5 is outside"):
         config(tiny_dir, encoder_lr_decay=1.5)
