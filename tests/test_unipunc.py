@@ -11,7 +11,7 @@ import torch
 from helpers.unipunc import DIM, P, make_seq, unipunc_config
 from helpers.unipunc import VOCAB as VOCAB  # the tiny_dir fixture reads the module's VOCAB
 
-from punct.config import load_config
+from punct.config import Config, OptimizerSection, load_config, resolve_config
 from punct.errors import PunctInputError
 from punct.models.base import Registry, WordSeq
 from punct.models.unipunc import (
@@ -20,7 +20,7 @@ from punct.models.unipunc import (
     UnipuncFeaturizer,
     UnipuncModel,
 )
-from punct.models.unipunc.audio import AudioSpans, _forward_fill
+from punct.models.unipunc.audio import AudioOptions, AudioSpans, _forward_fill
 from punct.models.unipunc.layers import AcousticAssistant, CoordinateBootstrapper, sinusoid
 from punct.score.layouts import layout_tables
 from punct.score.layouts.unipunc import class_figures, load_unipunc_published, prf
@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def fitted_spans(**kw: object) -> AudioSpans:
-    spans = AudioSpans.from_config({"streams": ["fbank"], "audio_context_s": 0.1, **kw})
+    spans = AudioSpans.from_config(AudioOptions(streams=["fbank"], audio_context_s=0.1, **kw))
     spans.fit([make_seq("a", 10, seed=1), make_seq("b", 10, seed=2)])
     return spans
 
@@ -69,11 +69,11 @@ def test_no_audio_cases() -> None:
 
 
 def test_withheld_share_of_training_set() -> None:
-    spans = AudioSpans.from_config({"streams": ["fbank"], "withhold_audio": 0.3})
+    spans = AudioSpans.from_config(AudioOptions(streams=["fbank"], withhold_audio=0.3))
     train = [make_seq(f"u{i}", 6, seed=i) for i in range(10)]
     spans.fit(train)
     assert len(spans.withheld) == 3 and spans.withheld < {s.utt_id for s in train}
-    again = AudioSpans.from_config({"streams": ["fbank"], "withhold_audio": 0.3})
+    again = AudioSpans.from_config(AudioOptions(streams=["fbank"], withhold_audio=0.3))
     again.fit(train[::-1])
     assert again.withheld == spans.withheld  # independent of order
 
@@ -91,12 +91,26 @@ def test_forward_fill_and_token_times() -> None:
     np.testing.assert_allclose(window["audio_times"][:3], [0.0, 0.01, 0.02], atol=1e-6)
 
 
-def test_config_errors() -> None:
+def config(*args: object, **kw: object) -> Config:
+    """``unipunc_config`` typed."""
+    return resolve_config(unipunc_config(*args, **kw))
+
+
+def test_config_errors(tiny_dir: Path) -> None:
+    def featurizer(**audio: object) -> Config:
+        raw = unipunc_config(tiny_dir)
+        raw["featurizer"].update(audio)
+        return resolve_config(raw)
+
+    with pytest.raises(PunctInputError, match=r"featurizer\.streams: .*exactly one"):
+        featurizer(streams=["fbank", "w2v"])
+    with pytest.raises(PunctInputError, match=r"featurizer\.withhold_audio = 1\.5 is outside"):
+        featurizer(withhold_audio=1.5)
+    with pytest.raises(PunctInputError, match=r"featurizer\.frame_shift: must be positive"):
+        featurizer(frame_shift=0)
     with pytest.raises(PunctInputError, match="exactly one"):
-        AudioSpans.from_config({"streams": ["fbank", "w2v"]})
-    with pytest.raises(PunctInputError, match="withhold_audio"):
-        AudioSpans.from_config({"streams": ["fbank"], "withhold_audio": 1.5})
-    spans = AudioSpans.from_config({"streams": ["fbank"]})
+        AudioSpans.from_config(AudioOptions(streams=["fbank", "w2v"]))
+    spans = AudioSpans.from_config(AudioOptions(streams=["fbank"]))
     with pytest.raises(PunctInputError, match="no training utterance"):
         spans.fit([make_seq("a", 4, audio=False)])
 
@@ -195,7 +209,7 @@ def train_steps(feat, model, seqs: list[WordSeq], steps: int = 4) -> list[float]
 @pytest.mark.parametrize("lexical", ["pretrained", "brnn"])
 def test_family_trains_saves_and_reloads(tiny_dir: Path, tmp_path: Path, lexical: str) -> None:
     torch.manual_seed(0)
-    cfg = unipunc_config(tiny_dir, lexical, time_encoding=lexical == "brnn")
+    cfg = config(tiny_dir, lexical, time_encoding=lexical == "brnn")
     family = Registry.get("unipunc")
     feat = family.make_featurizer(cfg)
     seqs = [make_seq("a", 12, 0, 1), make_seq("b", 9, 12, 2, audio=False)]
@@ -207,7 +221,7 @@ def test_family_trains_saves_and_reloads(tiny_dir: Path, tmp_path: Path, lexical
     batch = feat.collate(feat.windows(seqs, 16, 8))
     assert batch["has_audio"].any() and not batch["has_audio"].all()
     if lexical == "brnn":  # the graft's own learning rate
-        groups = model.param_groups({"lr": 0.01})
+        groups = model.param_groups(OptimizerSection(lr=0.01))
         assert [g.get("lr") for g in groups] == [None, 1e-3]
         assert sum(len(g["params"]) for g in groups) == len(list(model.parameters()))
     losses = train_steps(feat, model, seqs)  # (punctuator2's output layer starts at zero)
@@ -233,28 +247,52 @@ def test_family_trains_saves_and_reloads(tiny_dir: Path, tmp_path: Path, lexical
 def test_unknown_options_are_errors(tiny_dir: Path) -> None:
     cfg = unipunc_config(tiny_dir)
     cfg["model"]["acoustic"]["stride_s"] = 1
-    feat = Registry.get("unipunc").make_featurizer(cfg)
-    feat.fit([make_seq("a", 8)])
-    with pytest.raises(PunctInputError, match="stride_s"):
-        Registry.get("unipunc").make_model(cfg, feat)
+    with pytest.raises(PunctInputError, match=r"unknown key model\.acoustic\.stride_s; "
+                                              r"allowed: channels, conv_layers, dropout"):
+        resolve_config(cfg)
+    cfg = unipunc_config(tiny_dir)
+    cfg["model"]["bootstrapper"]["head"] = 2
+    with pytest.raises(PunctInputError, match=r"unknown key model\.bootstrapper\.head; "
+                                              r"allowed: alignment_prior_s, dropout, heads"):
+        resolve_config(cfg)
     cfg = unipunc_config(tiny_dir)
     cfg["model"]["lexical"] = "lstm"
-    with pytest.raises(PunctInputError, match="lexical"):
-        Registry.get("unipunc").make_featurizer(cfg)
+    with pytest.raises(PunctInputError, match=r"model\.lexical = 'lstm' is not one of: "
+                                              r"pretrained, brnn"):
+        resolve_config(cfg)
     cfg = unipunc_config(tiny_dir)
     del cfg["featurizer"]["streams"]
-    with pytest.raises(PunctInputError, match="streams"):
-        Registry.get("unipunc").make_featurizer(cfg)
+    with pytest.raises(PunctInputError, match=r"featurizer\.streams: unipunc needs"):
+        resolve_config(cfg)
+    cfg = unipunc_config(tiny_dir)
+    cfg["model"]["graft_lr"] = 1e-3  # the BRNN graft's
+    with pytest.raises(PunctInputError, match=r"model\.graft_lr: not an option of lexical: "
+                                              r"pretrained"):
+        resolve_config(cfg)
+    cfg = unipunc_config(tiny_dir, "brnn")
+    cfg["model"]["head"] = {"hidden": 8}  # AutoPunct's head
+    with pytest.raises(PunctInputError, match=r"model\.head: not an option of lexical: brnn"):
+        resolve_config(cfg)
+    cfg = unipunc_config(tiny_dir, "brnn")
+    cfg["featurizer"]["encoder"] = "bert"  # the sub-word featurizer's
+    with pytest.raises(PunctInputError, match=r"unknown key featurizer\.encoder; allowed: "
+                                              r"audio_context_s, frame_shift, max_audio_frames"):
+        resolve_config(cfg)
+    cfg = unipunc_config(tiny_dir)
+    cfg["model"]["silence"] = {"kind": "discrete"}
+    with pytest.raises(PunctInputError, match=r"model\.silence: an AutoPunct option"):
+        resolve_config(cfg)
+    cfg["model"]["silence"] = None  # empty: accepted
+    assert resolve_config(cfg).model.silence is None
 
 
 @pytest.mark.parametrize("name", ["unipunc", "unipunc_brnn", "tiny/unipunc", "paper/unipunc_en",
                                   "paper/unipunc_audio_en", "paper/unipunc_brnn_en"])
 def test_shipped_configs_resolve(name: str) -> None:
     cfg = load_config(ROOT / "conf" / "model" / f"{name}.yaml")
-    assert cfg["family"] == "unipunc"
-    assert len(cfg["featurizer"]["streams"]) == 1
-    lexical = cfg["model"].get("lexical", "pretrained")
-    assert lexical == ("brnn" if "brnn" in name else "pretrained")
+    assert cfg.family == "unipunc"
+    assert len(cfg.featurizer.streams) == 1
+    assert cfg.model.lexical == ("brnn" if "brnn" in name else "pretrained")
 
 
 # ------------------------------------------------------------------------- layout

@@ -20,21 +20,53 @@ of frozen states are ``punct.models.subword.encoder``'s.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import torch
 from torch import nn
 
+from punct.config import Config, OptionError, option
 from punct.errors import PunctInputError
 from punct.models.base import Family, Featurizer
-from punct.models.options import checked_options
-from punct.models.silence import make_silence
-from punct.models.subword.featurizer import SubwordFeaturizer
-from punct.models.subword.heads import PUNCT_CAP_KEYS, PunctCapModel
+from punct.models.marks import check_loss_config
+from punct.models.silence import SilenceOptions, make_silence, silence_options
+from punct.models.subword.featurizer import SubwordFeaturizer, SubwordFeaturizerOptions
+from punct.models.subword.heads import PunctCapModel, PunctCapOptions
 
-MODEL_KEYS = PUNCT_CAP_KEYS | {"silence", "custom_bert"}
-BERT_KEYS = {"layers", "heads", "ffn", "dropout", "max_positions"}
+
+@dataclass
+class CustomBertOptions:
+    """``model.custom_bert``: the small BERT trained from scratch (``true``: these
+    defaults; null or false: none)."""
+
+    layers: int = option(4, low=1)
+    heads: int = option(4, low=1)
+    ffn: int | None = option(None, low=1)  # None: 4 x hidden
+    dropout: float = option(0.1, low=0.0, high=1.0)
+    max_positions: int | None = option(None, low=1)  # None: the featurizer's longest window
+
+
+@dataclass
+class AutopunctOptions(PunctCapOptions):
+    """``model:`` of autopunct: the encoder's, the heads' and the loss's options, the
+    silence encoding and the custom BERT. After ``check``, ``silence`` is a
+    ``SilenceOptions`` and ``custom_bert`` a ``CustomBertOptions`` or None."""
+
+    silence: SilenceOptions | str | None = field(default_factory=SilenceOptions)
+    custom_bert: CustomBertOptions | bool | None = None
+
+    def check(self) -> None:
+        super().check()
+        try:
+            self.silence = silence_options(self.silence)
+            self.silence.check()
+        except OptionError as err:
+            raise OptionError(f"silence.{err.key}", err.message) from None
+        if self.custom_bert is True:
+            self.custom_bert = CustomBertOptions()
+        elif self.custom_bert is False:
+            self.custom_bert = None
 
 
 class CustomBert(nn.Module):
@@ -80,15 +112,16 @@ class CustomBert(nn.Module):
 class AutopunctModel(PunctCapModel):
     """Encoder + silences + optional custom BERT + punctuation and capitalisation heads."""
 
-    def __init__(self, config: dict[str, Any], featurizer: SubwordFeaturizer):
-        super().__init__(config, featurizer, MODEL_KEYS)
-        self.silence = make_silence(self.mcfg.get("silence"), self.hidden_size)
-        bert = self.mcfg.get("custom_bert")
+    def __init__(self, config: Config, featurizer: SubwordFeaturizer):
+        super().__init__(config, featurizer)
+        opts: AutopunctOptions = config.model
+        self.silence = make_silence(opts.silence, self.hidden_size)
+        bert = CustomBertOptions() if opts.custom_bert is True else opts.custom_bert
         self.custom_bert: CustomBert | None = None
         if bert:
-            bcfg = checked_options({} if bert is True else bert, BERT_KEYS, "model.custom_bert")
-            bcfg.setdefault("max_positions", featurizer.max_window)
-            self.custom_bert = CustomBert(self.hidden_size, **bcfg)
+            self.custom_bert = CustomBert(
+                self.hidden_size, bert.layers, bert.heads, bert.ffn, bert.dropout,
+                featurizer.max_window if bert.max_positions is None else bert.max_positions)
         self.add_heads(config, featurizer)
 
     def contextualise(self, emb: torch.Tensor, batch: dict[str, torch.Tensor]) -> torch.Tensor:
@@ -102,22 +135,23 @@ class AutopunctModel(PunctCapModel):
 # --------------------------------------------------------------------------- registry
 
 
-def make_featurizer(config: dict[str, Any]) -> SubwordFeaturizer:
+def make_featurizer(config: Config) -> SubwordFeaturizer:
     """Featurizer for ``config`` (loads the tokenizer of ``featurizer.encoder``)."""
     return SubwordFeaturizer(config)
 
 
-def make_model(config: dict[str, Any], featurizer: Featurizer) -> AutopunctModel:
+def make_model(config: Config, featurizer: Featurizer) -> AutopunctModel:
     """Model for ``config``; the encoder is the featurizer's."""
     if not isinstance(featurizer, SubwordFeaturizer):
         raise TypeError(f"autopunct needs a SubwordFeaturizer, got {type(featurizer).__name__}")
     return AutopunctModel(config, featurizer)
 
 
-def load_featurizer(directory: Path, config: dict[str, Any]) -> SubwordFeaturizer:
+def load_featurizer(directory: Path, config: Config) -> SubwordFeaturizer:
     """Featurizer written by ``SubwordFeaturizer.save``."""
     return SubwordFeaturizer.load(directory, config)
 
 
 FAMILY = Family("autopunct", make_featurizer, make_model, load_featurizer,
-                model_keys=frozenset(MODEL_KEYS))
+                options=AutopunctOptions, featurizer_options=SubwordFeaturizerOptions,
+                check_config=check_loss_config)

@@ -40,8 +40,8 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import torch
@@ -49,6 +49,7 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 from torch.utils.checkpoint import checkpoint
 
+from punct.config import Config, OptionError, option
 from punct.data.tokens import WordPieces
 from punct.data.windows import window_spans
 from punct.errors import MissingDataError
@@ -70,6 +71,33 @@ learnt the training text by heart (mini dev micro-F1 0.255 against 0.273 in thes
 and 0.221 against 0.182 with the pauses zeroed)."""
 
 Combo = tuple[int, ...]
+
+
+@dataclass
+class BRNNFeaturizerOptions:
+    """``featurizer:`` of the brnn family (see the module docstring)."""
+
+    min_count: int = option(2, low=1)  # rarer training words are <UNK>
+    max_vocab: int = option(100_000, low=1)
+    max_pause: float = option(5.0, low=0.0)  # pauses clipped to [0, max_pause] seconds
+    tokenizer: str = option("word", choices=TOKENIZERS)
+    sp_model: str | None = None  # tokenizer: sentencepiece: the token stage's model
+
+    def check(self) -> None:
+        if self.tokenizer == "sentencepiece" and not self.sp_model:
+            raise OptionError("sp_model", "tokenizer: sentencepiece needs featurizer.sp_model")
+
+
+@dataclass
+class BRNNOptions:
+    """``model:`` of the brnn family (see the module docstring)."""
+
+    hidden: int = option(256, low=1)
+    embedding: int | None = option(None, low=1)  # None: hidden
+    checkpoint_attention: bool = True  # recompute attention chunks in the backward pass
+    pause_input: bool = False  # one stage: the pause before each word feeds the BiGRU
+    pause: bool = False  # stage 2 over the init_from stage-1 model
+    pause_hidden: int | None = option(None, low=1)  # stage 2's GRU (None: hidden)
 
 
 def is_numeric(word: str) -> bool:
@@ -98,27 +126,18 @@ class BRNNFeaturizer(Featurizer):
 
     # -- configuration -------------------------------------------------------------
     @classmethod
-    def from_config(cls, config: dict[str, Any]) -> BRNNFeaturizer:
-        opts = config.get("featurizer") or {}
-        known = {"min_count", "max_vocab", "max_pause", "tokenizer", "sp_model"}
-        unknown = set(opts) - known
-        if unknown:
-            raise ValueError(f"unknown brnn featurizer options {sorted(unknown)}; known {known}")
-        labels = get_label_set(config.get("label_set", "full13")).labels
-        tokenizer = opts.get("tokenizer", "word")
-        if tokenizer not in TOKENIZERS:
-            raise ValueError(f"featurizer.tokenizer {tokenizer!r} not in {TOKENIZERS}")
+    def from_config(cls, config: Config) -> BRNNFeaturizer:
+        opts: BRNNFeaturizerOptions = config.featurizer
+        labels = get_label_set(config.label_set).labels
         sp_model = None
-        if tokenizer == "sentencepiece":
-            if not opts.get("sp_model"):
-                raise ValueError("featurizer.tokenizer: sentencepiece needs featurizer.sp_model")
-            path = Path(opts["sp_model"])
+        if opts.tokenizer == "sentencepiece":
+            assert opts.sp_model  # BRNNFeaturizerOptions.check
+            path = Path(opts.sp_model)
             if not path.is_file():
                 raise MissingDataError("sentencepiece model not found (run the token stage, "
                                        "run.sh --token-type)", path)
             sp_model = path.read_bytes()
-        return cls(labels, opts.get("min_count", 2), opts.get("max_vocab", 100_000),
-                   opts.get("max_pause", 5.0), sp_model)
+        return cls(labels, opts.min_count, opts.max_vocab, opts.max_pause, sp_model)
 
     # -- fitting -------------------------------------------------------------------
     def normalise(self, word: str) -> str:
@@ -284,14 +303,14 @@ class BRNNFeaturizer(Featurizer):
                                                  encoding="utf-8")
 
     @classmethod
-    def load(cls, directory: Path, config: dict[str, Any]) -> BRNNFeaturizer:
+    def load(cls, directory: Path, config: Config) -> BRNNFeaturizer:
         state = json.loads((Path(directory) / FEATURIZER_FILE).read_text(encoding="utf-8"))
         sp_model = None
         if state.get("tokenizer", "word") == "sentencepiece":
             sp_model = (Path(directory) / SP_FILE).read_bytes()
         feat = cls(tuple(state["labels"]), state["min_count"], state["max_vocab"],
                    state["max_pause"], sp_model)
-        expected = get_label_set(config.get("label_set", "full13")).labels
+        expected = get_label_set(config.label_set).labels
         if tuple(state["labels"]) != tuple(expected):
             raise ValueError(f"featurizer in {directory} was built for labels {state['labels']}, "
                              f"config asks for {list(expected)}")
@@ -498,31 +517,23 @@ class BRNNPause(SlotModel):
 
 
 
-def _stage1(model_cfg: dict[str, Any], featurizer: BRNNFeaturizer) -> BRNNText:
+def _stage1(opts: BRNNOptions, featurizer: BRNNFeaturizer) -> BRNNText:
     return BRNNText(len(featurizer.vocab), featurizer.membership(), featurizer.opening,
-                    int(model_cfg.get("hidden", 256)), model_cfg.get("embedding"),
-                    bool(model_cfg.get("checkpoint_attention", True)),
-                    bool(model_cfg.get("pause_input", False)))
+                    opts.hidden, opts.embedding, opts.checkpoint_attention, opts.pause_input)
 
 
-def make_model(config: dict[str, Any], featurizer: Featurizer) -> PunctModel:
+def make_model(config: Config, featurizer: Featurizer) -> PunctModel:
     """Stage 1, or stage 2 when ``model.pause`` is true (needs ``init_config`` from the
     trainer: the resolved config of the stage-1 experiment named by ``init_from``)."""
     if not isinstance(featurizer, BRNNFeaturizer):
         raise TypeError("the brnn family needs a BRNNFeaturizer")
-    model_cfg = config.get("model") or {}
-    known = {"hidden", "embedding", "pause", "pause_hidden", "pause_input",
-             "checkpoint_attention"}
-    unknown = set(model_cfg) - known
-    if unknown:
-        raise ValueError(f"unknown brnn model options {sorted(unknown)}; known {sorted(known)}")
-    if not model_cfg.get("pause"):
-        return _stage1(model_cfg, featurizer)
-    init_cfg = config.get("init_config")
-    if not init_cfg:
+    opts: BRNNOptions = config.model
+    if not opts.pause:
+        return _stage1(opts, featurizer)
+    if config.init_config is None:
         raise ValueError("brnn with model.pause: true needs init_from: <stage-1 exp dir>")
-    stage1 = _stage1(init_cfg.get("model") or {}, featurizer)
-    return BRNNPause(stage1, int(model_cfg.get("pause_hidden", model_cfg.get("hidden", 256))))
+    stage1 = _stage1(config.init_config.model, featurizer)
+    return BRNNPause(stage1, opts.hidden if opts.pause_hidden is None else opts.pause_hidden)
 
 
 def perplexity(loss: float) -> float:
@@ -535,4 +546,6 @@ FAMILY = Family(
     make_featurizer=BRNNFeaturizer.from_config,
     make_model=make_model,
     load_featurizer=lambda directory, config: BRNNFeaturizer.load(directory, config),
+    options=BRNNOptions,
+    featurizer_options=BRNNFeaturizerOptions,
 )

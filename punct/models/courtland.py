@@ -39,6 +39,7 @@ undefined).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -47,31 +48,46 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from punct.config import decode_window
+from punct.config import Config, OptimizerSection, OptionError, option
 from punct.errors import PunctInputError
 from punct.models.base import Family, Featurizer, Window, WindowPlan, WordSeq
-from punct.models.subword.featurizer import SubwordFeaturizer, with_label_position
-from punct.models.subword.heads import activation
-from punct.models.subword.tagger import ENCODER_KEYS, SubwordTagger
+from punct.models.marks import check_loss_config
+from punct.models.subword.featurizer import LastPieceFeaturizerOptions, SubwordFeaturizer
+from punct.models.subword.heads import ACTIVATION_NAMES, activation
+from punct.models.subword.tagger import SubwordTagger, TaggerOptions
 
-HEAD_KEYS = {"hidden", "hidden_activation", "dropout", "token_residual", "window_lr"}
+
+@dataclass
+class CourtlandOptions(TaggerOptions):
+    """``model:`` of courtland: the encoder's and the loss's options, and the head's (see
+    the module docstring)."""
+
+    hidden: int = option(1500, low=1)  # the per-token layer's width
+    hidden_activation: str | None = option("none", choices=ACTIVATION_NAMES)
+    dropout: float = option(0.2, low=0.0, high=1.0)
+    token_residual: bool = False  # a classifier shared by all positions adds its logits
+    window_lr: float | None = option(None, low=0.0)  # None: the head's learning rate
 
 
-def _fixed_window(config: dict[str, Any]) -> int | None:
-    window = (config.get("train") or {}).get("window")
-    return None if window is None else int(window)
+def check_config(config: Config) -> None:
+    """The loss options for the label set; decoding uses the training window."""
+    check_loss_config(config)
+    window, _ = config.decode_window()
+    if window != config.train.window:
+        raise OptionError("decode.window", f"{window} differs from train.window="
+                                           f"{config.train.window}; the window layer only "
+                                           "takes the training length (leave decode.window "
+                                           "unset)")
 
 
 class CourtlandFeaturizer(SubwordFeaturizer):
     """Sub-word windows, each padded to the fixed ``train.window`` length."""
 
-    def __init__(self, config: dict[str, Any], tokenizer: Any | None = None):
+    def __init__(self, config: Config, tokenizer: Any | None = None):
         super().__init__(config, tokenizer)
-        self.fixed_window = _fixed_window(config)
+        self.fixed_window = config.train.window
 
     def _require(self, window: int) -> int:
-        if self.fixed_window is None:
-            raise PunctInputError("courtland needs train.window (its fixed window length)")
         if window != self.fixed_window:
             raise PunctInputError(
                 f"courtland predicts fixed windows of train.window={self.fixed_window} "
@@ -92,8 +108,6 @@ class CourtlandFeaturizer(SubwordFeaturizer):
 
     def collate(self, windows: list[Window]) -> dict[str, torch.Tensor]:
         """Stack windows, right-padded to the fixed length."""
-        if self.fixed_window is None:
-            raise PunctInputError("courtland needs train.window (its fixed window length)")
         batch = super().collate(windows)
         length = self.fixed_window
         extra = length - batch["input_ids"].shape[1]
@@ -112,11 +126,10 @@ class CourtlandFeaturizer(SubwordFeaturizer):
         return out
 
     @classmethod
-    def load(cls, directory: Path, config: dict[str, Any]) -> CourtlandFeaturizer:
+    def load(cls, directory: Path, config: Config) -> CourtlandFeaturizer:
         """Rebuild a saved featurizer; the fixed window comes from ``config``."""
         feat = super().load(directory, config)
         assert isinstance(feat, CourtlandFeaturizer)
-        feat.fixed_window = _fixed_window(config)
         return feat
 
 
@@ -133,18 +146,18 @@ def prior_logits(featurizer: SubwordFeaturizer, exclusive: bool = False) -> torc
 class CourtlandModel(SubwordTagger):
     """Encoder + per-token linear + concatenation + batch norm + dropout + window linear."""
 
-    def __init__(self, config: dict[str, Any], featurizer: CourtlandFeaturizer):
-        super().__init__(config, featurizer, HEAD_KEYS)
-        if featurizer.fixed_window is None:
-            raise PunctInputError("courtland needs train.window (its fixed window length)")
+    def __init__(self, config: Config, featurizer: CourtlandFeaturizer):
+        super().__init__(config, featurizer)
+        opts: CourtlandOptions = config.model
         self.window = int(featurizer.fixed_window)
-        hidden = int(self.mcfg.get("hidden", 1500))
+        hidden = opts.hidden
         self.token_layer = nn.Linear(self.hidden_size, hidden)
-        self.token_activation = activation(self.mcfg.get("hidden_activation", "none"))
+        self.token_activation = activation(opts.hidden_activation)
         self.norm = nn.BatchNorm1d(self.window * hidden)
-        self.dropout = nn.Dropout(float(self.mcfg.get("dropout", 0.2)))
+        self.dropout = nn.Dropout(opts.dropout)
         self.window_layer = nn.Linear(self.window * hidden, self.window * self.n_labels)
-        self.token_residual = bool(self.mcfg.get("token_residual", False))
+        self.token_residual = opts.token_residual
+        self.window_lr = opts.window_lr
         with torch.no_grad():
             prior = prior_logits(featurizer, self.objective.exclusive)
             self.window_layer.bias.copy_(prior.repeat(self.window))
@@ -155,17 +168,17 @@ class CourtlandModel(SubwordTagger):
         self.token_classifier = (nn.Linear(hidden, self.n_labels, bias=False)
                                  if self.token_residual else None)
 
-    def param_groups(self, opts: dict[str, Any]) -> list[dict[str, Any]]:
+    def param_groups(self, opts: OptimizerSection) -> list[dict[str, Any]]:
         """The encoder and head groups, and the window layer in its own group when
         ``model.window_lr`` is set."""
         groups = super().param_groups(opts)
-        if self.mcfg.get("window_lr") is None:
+        if self.window_lr is None:
             return groups
         window = {id(p) for p in self.window_layer.parameters()}
         head = groups[-1]
         head["params"] = [p for p in head["params"] if id(p) not in window]
         return [*groups, {"params": list(self.window_layer.parameters()),
-                          "lr": float(self.mcfg["window_lr"])}]
+                          "lr": self.window_lr}]
 
     def _normalise(self, x: torch.Tensor) -> torch.Tensor:
         if self.training and x.shape[0] == 1:  # no batch statistics from one window
@@ -188,28 +201,22 @@ class CourtlandModel(SubwordTagger):
         return logits
 
 
-def make_featurizer(config: dict[str, Any]) -> CourtlandFeaturizer:
+def make_featurizer(config: Config) -> CourtlandFeaturizer:
     """Fixed-length windows, slot on each word's last piece (unless configured)."""
-    return CourtlandFeaturizer(with_label_position(config, "last"))
+    return CourtlandFeaturizer(config)
 
 
-def make_model(config: dict[str, Any], featurizer: Featurizer) -> CourtlandModel:
-    """The model; the decoding window must equal the training window."""
+def make_model(config: Config, featurizer: Featurizer) -> CourtlandModel:
+    """The model (``check_config`` has made sure that decoding uses the training window)."""
     if not isinstance(featurizer, CourtlandFeaturizer):
         raise TypeError(f"courtland needs a CourtlandFeaturizer, got {type(featurizer).__name__}")
-    if config.get("train") and config["train"].get("window"):
-        window, _ = decode_window(config)
-        if window != featurizer.fixed_window:
-            raise PunctInputError(
-                f"courtland: decode.window={window} differs from train.window="
-                f"{featurizer.fixed_window}; the window layer only takes the training length"
-            )
     return CourtlandModel(config, featurizer)
 
 
-def load_featurizer(directory: Path, config: dict[str, Any]) -> CourtlandFeaturizer:
+def load_featurizer(directory: Path, config: Config) -> CourtlandFeaturizer:
     return CourtlandFeaturizer.load(directory, config)
 
 
 FAMILY = Family("courtland", make_featurizer, make_model, load_featurizer,
-                model_keys=frozenset(ENCODER_KEYS | HEAD_KEYS))
+                options=CourtlandOptions, featurizer_options=LastPieceFeaturizerOptions,
+                check_config=check_config)

@@ -22,63 +22,100 @@ training counts, O gets 1), ``class_weight_power`` (0.25), ``class_weight_max`` 
 from __future__ import annotations
 
 import math
-from typing import Any
+from dataclasses import dataclass
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
+from punct.config import Config, OptionError
 from punct.errors import PunctInputError
-from punct.labels import LabelSet
+from punct.labels import LABEL_SETS, LabelSet
 
-LOSS_KEYS = frozenset({
-    "class_weight", "class_weight_power", "class_weight_max",
-    "pos_weight", "pos_weight_power", "pos_weight_max",
-})
+WEIGHT_MODES = ("auto",)
 
 
-def _explicit(value: Any, n: int, key: str) -> torch.Tensor:
-    if not isinstance(value, (list, tuple)) or len(value) != n:
-        raise PunctInputError(f"model.loss.{key} must be null, 'auto' or {n} numbers, "
-                              f"got {value!r}")
-    weights = [float(v) for v in value]
-    if not all(math.isfinite(v) and v > 0 for v in weights):
-        raise PunctInputError(f"model.loss.{key} values must be positive, got {value}")
-    return torch.tensor(weights, dtype=torch.float32)
+@dataclass
+class LossOptions:
+    """``model.loss``: the mark loss's weights (see the module docstring). A weight is
+    null or false (unweighted), ``auto`` or one number per class."""
+
+    class_weight: str | bool | list[float] | None = None  # exclusive sets: P + 1 numbers
+    class_weight_power: float = 0.25
+    class_weight_max: float = 5.0
+    pos_weight: str | bool | list[float] | None = None  # multi-label sets: P numbers
+    pos_weight_power: float = 0.5
+    pos_weight_max: float = 10.0
+
+    def check(self) -> None:
+        for key in ("class_weight", "pos_weight"):
+            value = getattr(self, key)
+            if value is True or (isinstance(value, str) and value not in WEIGHT_MODES):
+                raise OptionError(key, f"{value!r}: expected null, auto or a list of numbers")
+            if isinstance(value, list) and not all(math.isfinite(v) and v > 0 for v in value):
+                raise OptionError(key, f"values must be positive, got {value}")
 
 
-def class_weights(opts: dict[str, Any], counts: np.ndarray, n_words: int
+def check_loss(loss: LossOptions, label_set: LabelSet, where: str = "model.loss") -> None:
+    """The loss options that depend on the label set (an ``OptionError`` at ``where``):
+    the weight of the other kind of set is unset, explicit weights count every class."""
+    exclusive = bool(label_set.exclusive)
+    wrong, right = ("pos_weight", "class_weight") if exclusive else ("class_weight",
+                                                                     "pos_weight")
+    if getattr(loss, wrong) not in (None, False):
+        kind = "exclusive" if exclusive else "multi-label"
+        raise OptionError(f"{where}.{wrong}", f"does not apply to the {kind} label set "
+                                              f"{label_set.name}")
+    value = getattr(loss, right)
+    n = len(label_set.labels) + (1 if exclusive else 0)
+    if isinstance(value, list) and len(value) != n:
+        raise OptionError(f"{where}.{right}", f"must be null, 'auto' or {n} numbers for "
+                                              f"{label_set.name}, got {len(value)}")
+
+
+def check_loss_config(config: Config) -> None:
+    """``Family.check_config`` of a family whose ``model.loss`` is a ``LossOptions``."""
+    if config.label_set not in LABEL_SETS:
+        raise OptionError("label_set", f"unknown label set {config.label_set!r} (known: "
+                                       f"{', '.join(LABEL_SETS)})")
+    check_loss(config.model.loss, LABEL_SETS[config.label_set])
+
+
+def _explicit(value: list[float]) -> torch.Tensor:
+    return torch.tensor([float(v) for v in value], dtype=torch.float32)
+
+
+def class_weights(opts: LossOptions, counts: np.ndarray, n_words: int
                   ) -> torch.Tensor | None:
     """Weights of ``[O, marks...]`` for the exclusive cross-entropy (None: unweighted)."""
-    value = opts.get("class_weight")
-    n = len(counts) + 1
+    value = opts.class_weight
     if value is None or value is False:
         return None
     if value != "auto":
-        return _explicit(value, n, "class_weight")
+        return _explicit(value)
     if n_words <= 0:
         raise PunctInputError("class_weight: auto needs the training counts (fit() first)")
     marks = np.maximum(np.asarray(counts, dtype=np.float64), 1.0)
     n_o = max(float(n_words) - float(marks.sum()), 1.0)
-    power = float(opts.get("class_weight_power", 0.25))
-    cap = float(opts.get("class_weight_max", 5.0))
+    power = float(opts.class_weight_power)
+    cap = float(opts.class_weight_max)
     weights = np.concatenate([[1.0], np.clip((n_o / marks) ** power, 1.0, cap)])
     return torch.tensor(weights, dtype=torch.float32)
 
 
-def pos_weights(opts: dict[str, Any], counts: np.ndarray, n_words: int) -> torch.Tensor | None:
+def pos_weights(opts: LossOptions, counts: np.ndarray, n_words: int) -> torch.Tensor | None:
     """Per-mark ``pos_weight`` of the multi-label BCE (None: unweighted)."""
-    value = opts.get("pos_weight")
+    value = opts.pos_weight
     if value is None or value is False:
         return None
     if value != "auto":
-        return _explicit(value, len(counts), "pos_weight")
+        return _explicit(value)
     if n_words <= 0:
         raise PunctInputError("pos_weight: auto needs the training counts (fit() first)")
     pos = np.maximum(np.asarray(counts, dtype=np.float64), 1.0)
     neg = np.maximum(float(n_words) - pos, 1.0)
-    power = float(opts.get("pos_weight_power", 0.5))
-    cap = float(opts.get("pos_weight_max", 10.0))
+    power = float(opts.pos_weight_power)
+    cap = float(opts.pos_weight_max)
     return torch.tensor(np.clip((neg / pos) ** power, 1.0, cap), dtype=torch.float32)
 
 
@@ -97,20 +134,15 @@ def exclusive_targets(targets: torch.Tensor) -> torch.Tensor:
 class MarkObjective(torch.nn.Module):
     """Loss and probabilities of per-mark logits for one label set."""
 
-    def __init__(self, label_set: LabelSet, opts: dict[str, Any] | None,
+    def __init__(self, label_set: LabelSet, opts: LossOptions | None,
                  counts: np.ndarray, n_words: int):
         super().__init__()
-        opts = dict(opts or {})
-        unknown = set(opts) - LOSS_KEYS
-        if unknown:
-            raise PunctInputError(f"unknown option(s) {sorted(unknown)} in model.loss; "
-                                  f"allowed: {sorted(LOSS_KEYS)}")
+        opts = opts if opts is not None else LossOptions()
+        try:
+            check_loss(opts, label_set)
+        except OptionError as err:
+            raise PunctInputError(str(err)) from None
         self.exclusive = bool(label_set.exclusive)
-        wrong = "pos_weight" if self.exclusive else "class_weight"
-        if opts.get(wrong) not in (None, False):
-            kind = "exclusive" if self.exclusive else "multi-label"
-            raise PunctInputError(f"model.loss.{wrong} does not apply to the {kind} label "
-                                  f"set {label_set.name}")
         counts = np.asarray(counts)
         weight = (class_weights(opts, counts, n_words) if self.exclusive
                   else pos_weights(opts, counts, n_words))

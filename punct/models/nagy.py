@@ -17,33 +17,41 @@ Deviation: one sigmoid per mark (BCE) instead of a softmax over {EMPTY, marks} (
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import torch
 from torch import nn
 
+from punct.config import Config, option
 from punct.models.base import Family, Featurizer
-from punct.models.subword.featurizer import SubwordFeaturizer, with_label_position
-from punct.models.subword.heads import activation
-from punct.models.subword.tagger import ENCODER_KEYS, SubwordTagger
+from punct.models.marks import check_loss_config
+from punct.models.subword.featurizer import LastPieceFeaturizerOptions, SubwordFeaturizer
+from punct.models.subword.heads import ACTIVATION_NAMES, activation
+from punct.models.subword.tagger import SubwordTagger, TaggerOptions
 
-HEAD_KEYS = {"hidden", "dropout", "activation"}
+
+@dataclass
+class NagyOptions(TaggerOptions):
+    """``model:`` of nagy: the encoder's and the loss's options, and the head's (paper 3.3)."""
+
+    hidden: int = option(1568, low=1)
+    dropout: float = option(0.2, low=0.0, high=1.0)  # before and after the first linear
+    activation: str | None = option("relu", choices=ACTIVATION_NAMES)
 
 
 class NagyModel(SubwordTagger):
     """Encoder + dropout/linear/ReLU/dropout/linear per position."""
 
-    def __init__(self, config: dict[str, Any], featurizer: SubwordFeaturizer):
-        super().__init__(config, featurizer, HEAD_KEYS)
-        hidden = int(self.mcfg.get("hidden", 1568))
-        dropout = float(self.mcfg.get("dropout", 0.2))
+    def __init__(self, config: Config, featurizer: SubwordFeaturizer):
+        super().__init__(config, featurizer)
+        opts: NagyOptions = config.model
         self.head = nn.Sequential(
-            nn.Dropout(dropout),
-            nn.Linear(self.hidden_size, hidden),
-            activation(self.mcfg.get("activation", "relu")),
-            nn.Dropout(dropout),
-            nn.Linear(hidden, self.n_labels),
+            nn.Dropout(opts.dropout),
+            nn.Linear(self.hidden_size, opts.hidden),
+            activation(opts.activation),
+            nn.Dropout(opts.dropout),
+            nn.Linear(opts.hidden, self.n_labels),
         )
 
     def forward(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
@@ -51,20 +59,21 @@ class NagyModel(SubwordTagger):
         return self.head(self.encode(batch))
 
 
-def make_featurizer(config: dict[str, Any]) -> SubwordFeaturizer:
+def make_featurizer(config: Config) -> SubwordFeaturizer:
     """Sub-word windows with the slot on each word's last piece (unless configured)."""
-    return SubwordFeaturizer(with_label_position(config, "last"))
+    return SubwordFeaturizer(config)
 
 
-def make_model(config: dict[str, Any], featurizer: Featurizer) -> NagyModel:
+def make_model(config: Config, featurizer: Featurizer) -> NagyModel:
     if not isinstance(featurizer, SubwordFeaturizer):
         raise TypeError(f"nagy needs an SubwordFeaturizer, got {type(featurizer).__name__}")
     return NagyModel(config, featurizer)
 
 
-def load_featurizer(directory: Path, config: dict[str, Any]) -> SubwordFeaturizer:
+def load_featurizer(directory: Path, config: Config) -> SubwordFeaturizer:
     return SubwordFeaturizer.load(directory, config)
 
 
 FAMILY = Family("nagy", make_featurizer, make_model, load_featurizer,
-                model_keys=frozenset(ENCODER_KEYS | HEAD_KEYS))
+                options=NagyOptions, featurizer_options=LastPieceFeaturizerOptions,
+                check_config=check_loss_config)

@@ -32,11 +32,13 @@ per-token averaging. The whole averaged table ``A @ E`` is available as
 
 from __future__ import annotations
 
-from typing import Any
+import dataclasses
+from dataclasses import dataclass
 
 import torch
 from torch import nn
 
+from punct.config import OptionError, option
 from punct.errors import PunctInputError
 
 N_BUCKETS = 1000
@@ -44,6 +46,42 @@ BUCKET_S = 0.01
 WINDOW_S = 1.0
 SILENCE_KINDS = ("none", "continuous", "discrete")
 WEIGHTINGS = ("gaussian", "uniform")
+
+
+@dataclass
+class SilenceOptions:
+    """``model.silence`` (a mapping, or only the kind): the encoding and its options;
+    ``max_s`` is continuous's, the others discrete's (see the module docstring)."""
+
+    kind: str | None = option("none", choices=SILENCE_KINDS)  # None: none
+    max_s: float = option(N_BUCKETS * BUCKET_S, low=0.0)  # continuous: pauses clipped here
+    n_buckets: int = option(N_BUCKETS, low=1)
+    bucket_s: float = option(BUCKET_S, low=0.0)
+    window_s: float = option(WINDOW_S, low=0.0)
+    weighting: str = option("gaussian", choices=WEIGHTINGS)
+    sigma_s: float | None = option(None, low=0.0)  # None: window_s / 6
+    init_std: float = option(0.02, low=0.0)
+
+    def check(self) -> None:
+        if self.kind == "discrete" and self.max_s != N_BUCKETS * BUCKET_S:
+            raise OptionError("max_s", "an option of continuous silences; discrete ones "
+                                       "cover n_buckets x bucket_s")
+        if self.kind != "discrete":
+            default = SilenceOptions(kind=self.kind)
+            for spec in dataclasses.fields(self):
+                if spec.name not in ("kind", "max_s") and (getattr(self, spec.name)
+                                                           != getattr(default, spec.name)):
+                    raise OptionError(spec.name, f"an option of discrete silences, not of "
+                                                 f"{self.kind or 'none'}")
+
+
+def silence_options(value: SilenceOptions | str | None) -> SilenceOptions:
+    """The options of ``model.silence`` written as a mapping or as its kind."""
+    if isinstance(value, SilenceOptions):
+        return value
+    if value is not None and value not in SILENCE_KINDS:
+        raise OptionError("kind", f"{value!r} is not one of: {', '.join(SILENCE_KINDS)}")
+    return SilenceOptions(kind=value)
 
 
 def averaging_matrix(
@@ -153,21 +191,18 @@ class DiscreteSilence(SilenceEncoding):
         return torch.where(known.unsqueeze(-1), out, self.unknown.to(out.dtype))
 
 
-def make_silence(config: dict[str, Any] | str | None, hidden: int) -> SilenceEncoding:
-    """Build the encoding named by ``config`` (a kind, or a dict with ``kind`` and options)."""
-    cfg: dict[str, Any] = {"kind": config} if isinstance(config, str) or config is None else dict(
-        config
-    )
-    kind = cfg.pop("kind", None) or "none"
+def make_silence(options: SilenceOptions | str | None, hidden: int) -> SilenceEncoding:
+    """Build the encoding of ``model.silence`` (its options, or only its kind)."""
+    try:
+        opts = silence_options(options)
+    except OptionError as err:
+        raise PunctInputError(f"model.silence.{err}") from None
+    kind = opts.kind or "none"
     if kind == "none":
         return SilenceEncoding(hidden)
     if kind == "continuous":
-        return ContinuousSilence(hidden, max_s=cfg.get("max_s", N_BUCKETS * BUCKET_S))
+        return ContinuousSilence(hidden, max_s=opts.max_s)
     if kind == "discrete":
-        allowed = {"n_buckets", "bucket_s", "window_s", "weighting", "sigma_s", "init_std"}
-        unknown = set(cfg) - allowed
-        if unknown:
-            raise PunctInputError(f"unknown discrete silence options {sorted(unknown)}")
-        return DiscreteSilence(hidden, **cfg)
+        return DiscreteSilence(hidden, opts.n_buckets, opts.bucket_s, opts.window_s,
+                               opts.weighting, opts.sigma_s, opts.init_std)
     raise PunctInputError(f"unknown silence kind {kind!r}; expected one of {SILENCE_KINDS}")
-

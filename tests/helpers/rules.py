@@ -8,6 +8,7 @@ import numpy as np
 import torch
 
 from punct import Restorer
+from punct.config import Config
 from punct.data.windows import window_spans
 from punct.export.system import System
 from punct.labels import get_label_set
@@ -47,7 +48,7 @@ class WordFeaturizer(Featurizer):
         pass
 
     @classmethod
-    def load(cls, directory: Path, config: dict) -> Featurizer:
+    def load(cls, directory: Path, config: Config) -> Featurizer:
         return cls()
 
 

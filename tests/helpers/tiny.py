@@ -37,7 +37,7 @@ def save_untrained(config_raw: dict, exp: Path, seed: int,
     """An experiment dir with random weights (enough for speed and plumbing): the
     featurizer fitted on ``train_seqs``, the model built after ``torch.manual_seed(seed)``."""
     config = resolve_config(config_raw)
-    family = Registry.get(config["family"])
+    family = Registry.get(config.family)
     feat = family.make_featurizer(config)
     feat.fit(list(train_seqs))
     torch.manual_seed(seed)

@@ -43,6 +43,7 @@ def make_seq(utt: str, n: int, offset: int = 0, seed: int = 0, audio: bool = Tru
 
 def unipunc_config(encoder: Path | None = None, lexical: str = "pretrained",
                    withhold: float = 0.0, time_encoding: bool = False) -> dict:
+    """The plain config data (``punct.config.resolve_config`` types it)."""
     fcfg: dict = {"streams": ["fbank"], "withhold_audio": withhold, "audio_context_s": 0.1}
     model: dict = {"lexical": lexical,
                    "acoustic": {"channels": 16, "kernel": 3, "stride": 2, "dropout": 0.0},

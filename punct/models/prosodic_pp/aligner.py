@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from punct.config import OptionError, option
 from punct.models.prosodic_pp.hmm import (
     DiagGMM,
     PhraseHMM,
@@ -43,26 +44,20 @@ def decimate(feats: np.ndarray, hop: int) -> np.ndarray:
 
 @dataclass
 class HMMConfig:
-    """PP model settings."""
+    """PP model settings (``featurizer.hmm`` of prosodic_pp)."""
 
-    n_states: int = 11
-    n_mix: int = 4
-    hop: int = 2
-    n_iter: int = 4
-    mix_schedule: tuple[int, ...] = (1, 2, 4, 4)
-    frame_shift: float = 0.01
-    var_floor: float = 1e-2
+    n_states: int = option(11, low=1)
+    n_mix: int = option(4, low=1)
+    hop: int = option(2, low=1)  # frames averaged into one HMM frame
+    n_iter: int = option(4, low=1)
+    # mixture components of each round (the last one repeats), at most n_mix
+    mix_schedule: list[int] = field(default_factory=lambda: [1, 2, 4, 4])
+    frame_shift: float = option(0.01, low=0.0)
+    var_floor: float = option(1e-2, low=0.0)
 
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> HMMConfig:
-        known = set(cls.__dataclass_fields__)
-        unknown = set(d) - known
-        if unknown:
-            raise ValueError(f"unknown hmm options {sorted(unknown)}; known {sorted(known)}")
-        d = dict(d)
-        if "mix_schedule" in d:
-            d["mix_schedule"] = tuple(int(x) for x in d["mix_schedule"])
-        return cls(**d)
+    def check(self) -> None:
+        if not self.mix_schedule or min(self.mix_schedule) < 1:
+            raise OptionError("mix_schedule", "a list of positive mixture sizes")
 
 
 @dataclass

@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
+from punct.config import Config, OptionError, option
 from punct.labels import get_label_set
 from punct.models.base import Featurizer, Window, WordSeq
 from punct.models.prosodic_pp.aligner import HMMConfig, PPAligner, train_aligner
@@ -35,8 +37,29 @@ from punct.models.prosodic_pp.slots import (
 STATE_FILE = "prosodic_pp.json"
 STREAM = "prosody"
 IGNORE = -100
-OPTIONS = ("streams", "insertion", "pp_features", "match_tolerance", "pause_window",
-           "class_weights", "hmm", "rules")
+CLASS_WEIGHTINGS = ("balanced", "none")
+
+
+@dataclass
+class PPFeaturizerOptions:
+    """``featurizer:`` of prosodic_pp (see the module docstring and docs/PROSODIC_PP.md)."""
+
+    streams: list[str] = field(default_factory=lambda: [STREAM])  # must include prosody
+    insertion: float = 0.0  # log-likelihood per phrase of the PP loop (0 dense, -50 sparse)
+    pp_features: list[str] = field(default_factory=lambda: list(FEATURE_GROUPS))  # [] : all
+    match_tolerance: float = option(0.1, low=0.0)  # seconds between a PP end and a word end
+    pause_window: float = option(0.25, low=0.0)
+    class_weights: str = option("balanced", choices=CLASS_WEIGHTINGS)
+    hmm: HMMConfig = field(default_factory=HMMConfig)
+    rules: RuleConfig = field(default_factory=RuleConfig)
+
+    def check(self) -> None:
+        if STREAM not in self.streams:
+            raise OptionError("streams", f"prosodic_pp needs the '{STREAM}' stream")
+        unknown = [group for group in self.pp_features if group not in FEATURE_GROUPS]
+        if unknown:
+            raise OptionError("pp_features", f"unknown PP feature groups {unknown}; known: "
+                                             f"{', '.join(FEATURE_GROUPS)}")
 
 
 def slot_class(punct_row: np.ndarray) -> int:
@@ -49,36 +72,26 @@ def slot_class(punct_row: np.ndarray) -> int:
 class PPFeaturizer(Featurizer):
     """PP alignment + slot features + windows for the prosodic-phrase system."""
 
-    def __init__(self, labels: Sequence[str], opts: dict[str, Any] | None = None):
-        opts = dict(opts or {})
-        unknown = set(opts) - set(OPTIONS)
-        if unknown:
-            raise ValueError(f"unknown prosodic_pp featurizer options {sorted(unknown)}; "
-                             f"known {list(OPTIONS)}")
+    def __init__(self, labels: Sequence[str], opts: PPFeaturizerOptions | None = None):
+        opts = opts if opts is not None else PPFeaturizerOptions()
         self.labels = tuple(labels)
-        self.streams = list(opts.get("streams") or [STREAM])
-        if STREAM not in self.streams:
-            raise ValueError(f"prosodic_pp needs the '{STREAM}' stream in featurizer.streams")
-        self.insertion = float(opts.get("insertion", 0.0))
-        self.groups = tuple(opts.get("pp_features") or FEATURE_GROUPS)
-        feature_dim(self.groups)  # validates
+        self.streams = list(opts.streams)
+        self.insertion = opts.insertion
+        self.groups = tuple(opts.pp_features or FEATURE_GROUPS)
         slot_features(UttSlots([], np.zeros(0), np.zeros(0, bool), np.zeros(0), []),
-                      self.groups)
-        self.tolerance = float(opts.get("match_tolerance", 0.1))
-        self.pause_window = float(opts.get("pause_window", 0.25))
-        self.weighting = str(opts.get("class_weights", "balanced"))
-        if self.weighting not in ("balanced", "none"):
-            raise ValueError("featurizer.class_weights must be 'balanced' or 'none'")
-        self.hmm_config = HMMConfig.from_dict(opts.get("hmm") or {})
-        self.rule_config = RuleConfig(**(opts.get("rules") or {}))
+                      self.groups)  # validates the groups
+        self.tolerance = opts.match_tolerance
+        self.pause_window = opts.pause_window
+        self.weighting = opts.class_weights
+        self.hmm_config = opts.hmm
+        self.rule_config = opts.rules
         self.aligner: PPAligner | None = None
         self.class_weights = np.ones(len(self.labels) + 1)
         self._cache: dict[tuple, UttSlots] = {}
 
     @classmethod
-    def from_config(cls, config: dict[str, Any]) -> PPFeaturizer:
-        return cls(get_label_set(config.get("label_set", "moro2")).labels,
-                   config.get("featurizer") or {})
+    def from_config(cls, config: Config) -> PPFeaturizer:
+        return cls(get_label_set(config.label_set).labels, config.featurizer)
 
     @property
     def dim(self) -> int:
@@ -211,7 +224,7 @@ class PPFeaturizer(Featurizer):
         (directory / STATE_FILE).write_text(json.dumps(state), encoding="utf-8")
 
     @classmethod
-    def load(cls, directory: Path, config: dict[str, Any]) -> PPFeaturizer:
+    def load(cls, directory: Path, config: Config) -> PPFeaturizer:
         """Rebuild from ``save``: PP models and class weights from the directory, slot
         options (``pp_features``, ``insertion``, ...) from ``config``."""
         state = json.loads((Path(directory) / STATE_FILE).read_text(encoding="utf-8"))

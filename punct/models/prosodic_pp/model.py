@@ -9,15 +9,29 @@ word matched to the slot) and zeros at the other positions (uncovered words -> O
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
 
 import torch
 from torch import nn
 
+from punct.config import Config, option
 from punct.models.base import Family, Featurizer, Prediction, PunctModel
-from punct.models.prosodic_pp.featurizer import IGNORE, STREAM, PPFeaturizer
+from punct.models.prosodic_pp.featurizer import (
+    IGNORE,
+    STREAM,
+    PPFeaturizer,
+    PPFeaturizerOptions,
+)
 
-MODEL_OPTIONS = ("hidden1", "hidden2", "dropout1", "dropout2")
+
+@dataclass
+class PPOptions:
+    """``model:`` of prosodic_pp: the two BiLSTM layers (the paper's sizes)."""
+
+    hidden1: int = option(20, low=1)
+    hidden2: int = option(40, low=1)
+    dropout1: float = option(0.25, low=0.0, high=1.0)
+    dropout2: float = option(0.3, low=0.0, high=1.0)
 
 
 class PhraseSequenceNet(PunctModel):
@@ -66,18 +80,13 @@ class PhraseSequenceNet(PunctModel):
             self.load_state_dict(state)
 
 
-def make_model(config: dict[str, Any], featurizer: Featurizer) -> PunctModel:
+def make_model(config: Config, featurizer: Featurizer) -> PunctModel:
     if not isinstance(featurizer, PPFeaturizer):
         raise TypeError("the prosodic_pp family needs a PPFeaturizer")
-    opts = config.get("model") or {}
-    unknown = set(opts) - set(MODEL_OPTIONS)
-    if unknown:
-        raise ValueError(f"unknown prosodic_pp model options {sorted(unknown)}; "
-                         f"known {list(MODEL_OPTIONS)}")
+    opts: PPOptions = config.model
     return PhraseSequenceNet(featurizer.dim, len(featurizer.labels),
                              torch.as_tensor(featurizer.class_weights),
-                             int(opts.get("hidden1", 20)), int(opts.get("hidden2", 40)),
-                             float(opts.get("dropout1", 0.25)), float(opts.get("dropout2", 0.3)))
+                             opts.hidden1, opts.hidden2, opts.dropout1, opts.dropout2)
 
 
 FAMILY = Family(
@@ -89,4 +98,6 @@ FAMILY = Family(
     needs_streams=(STREAM,),
     decodes_mixed_sets=False,
     pr_curves=True,
+    options=PPOptions,
+    featurizer_options=PPFeaturizerOptions,
 )

@@ -20,21 +20,54 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 from torch import nn
 
+from punct.config import Config, OptionError, option
 from punct.errors import MissingDataError, PunctInputError
+from punct.labels import get_label_set
 from punct.models.base import CHECKPOINT_WEIGHTS, PunctModel
 from punct.models.encoders import encoder_from_config, load_encoder
-from punct.models.options import checked_options, label_set_size
 from punct.models.subword.featurizer import SubwordFeaturizer
 
 LOG = logging.getLogger(__name__)
 CACHE_FLOATS = 500_000_000  # 2 GB of float32 states at most
 LAYER_PATHS = ("encoder.layer", "transformer.layer", "layers", "encoder.layers")
+
+
+@dataclass
+class EncoderOptions:
+    """The ``model:`` options of the pretrained encoder (see the module docstring)."""
+
+    encoder_train_layers: int = option(-1, low=-1)  # -1 all, 0 frozen, k top layers
+    encoder_lr: float | None = option(None, low=0.0)  # None: the optimizer's lr
+    encoder_lr_decay: float = option(1.0, high=1.0)  # layer-wise decay, in (0, 1]
+
+    @property
+    def freeze_epochs(self) -> int:
+        """Epochs with the encoder frozen (only families with ``freeze_encoder_epochs``)."""
+        return 0
+
+    def check(self) -> None:
+        if not 0.0 < self.encoder_lr_decay <= 1.0:
+            raise OptionError("encoder_lr_decay", f"must be in (0, 1], got "
+                                                  f"{self.encoder_lr_decay}")
+
+
+@dataclass
+class FreezingEncoderOptions(EncoderOptions):
+    """``EncoderOptions`` with ``freeze_encoder_epochs``: the encoder frozen during the
+    first n epochs, then trained."""
+
+    freeze_encoder_epochs: int = option(0, low=0)
+
+    @property
+    def freeze_epochs(self) -> int:
+        return self.freeze_encoder_epochs
 
 
 def build_encoder(name: str | None, config_dir: Path | None) -> nn.Module:
@@ -128,30 +161,23 @@ class EncoderStateCache:
 class EncoderModel(PunctModel):
     """A model around the featurizer's pretrained encoder (see the module docstring).
 
-    ``mcfg`` holds the checked ``model`` section (keys ``model_keys``) for the subclass.
+    ``options`` is the typed ``model`` section (an ``EncoderOptions``) for the subclass.
     """
 
-    def __init__(self, config: dict[str, Any], featurizer: SubwordFeaturizer,
-                 model_keys: set[str]):
+    def __init__(self, config: Config, featurizer: SubwordFeaturizer):
         super().__init__()
-        self.mcfg = checked_options(config.get("model"), model_keys, "model")
-        _, self.n_labels = label_set_size(config)
+        self.options: EncoderOptions = config.model
+        self.n_labels = len(get_label_set(config.label_set).labels)
         if self.n_labels != featurizer.n_labels:
             raise PunctInputError(
                 f"label set has {self.n_labels} labels, featurizer {featurizer.n_labels}"
             )
         self.encoder = build_encoder(featurizer.encoder_name, featurizer.encoder_config_dir)
         self.hidden_size = int(self.encoder.config.hidden_size)
-        self.train_layers = int(self.mcfg.get("encoder_train_layers", -1))
-        self.freeze_epochs = int(self.mcfg.get("freeze_encoder_epochs", 0))
-        if self.freeze_epochs < 0:
-            raise PunctInputError("model.freeze_encoder_epochs must be >= 0")
-        lr = self.mcfg.get("encoder_lr")
-        self.encoder_lr = None if lr is None else float(lr)
-        self.encoder_lr_decay = float(self.mcfg.get("encoder_lr_decay", 1.0))
-        if not 0.0 < self.encoder_lr_decay <= 1.0:
-            raise PunctInputError(f"model.encoder_lr_decay must be in (0, 1], got "
-                                  f"{self.encoder_lr_decay}")
+        self.train_layers = self.options.encoder_train_layers
+        self.freeze_epochs = self.options.freeze_epochs
+        self.encoder_lr = self.options.encoder_lr
+        self.encoder_lr_decay = self.options.encoder_lr_decay
         if self.encoder_lr_decay < 1.0 and layer_list(self.encoder) is None:
             raise PunctInputError(f"model.encoder_lr_decay needs the layer stack of "
                                   f"{type(self.encoder).__name__}, which was not found")

@@ -22,19 +22,21 @@ experiment decodes offline.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
+from punct.config import Config, option
 from punct.errors import MissingDataError, PunctInputError
-from punct.labels import CAP_LABELS
+from punct.labels import CAP_LABELS, get_label_set
 from punct.models.base import Featurizer, Window, WindowPlan, WordSeq
 from punct.models.encoders import load_encoder_config, load_tokenizer
-from punct.models.options import checked_options, label_set_size
 from punct.models.subword.pieces import PieceTable
 from punct.models.subword.plan import PiecePlan, Specials
 
@@ -42,37 +44,40 @@ LOG = logging.getLogger(__name__)
 FEATURIZER_FILE = "featurizer.json"
 FORMAT_VERSION = 1
 N_CAP = len(CAP_LABELS)
-FEATURIZER_KEYS = {
-    "encoder", "lowercase", "max_pieces_per_word", "prefix_space", "label_position"
-}
 LABEL_POSITIONS = ("first", "last")
 
 
-def with_label_position(config: dict[str, Any], position: str = "last") -> dict[str, Any]:
-    """``config`` with ``featurizer.label_position`` defaulting to ``position``."""
-    featurizer = dict(config.get("featurizer") or {})
-    featurizer.setdefault("label_position", position)
-    return {**config, "featurizer": featurizer}
+@dataclass
+class SubwordFeaturizerOptions:
+    """``featurizer:`` of the sub-word families (see the module docstring)."""
+
+    encoder: str | None = None  # a hub id or a local directory (None: the default encoder)
+    lowercase: bool = True
+    max_pieces_per_word: int = option(8, low=1)
+    prefix_space: bool = False  # a space before each word (RoBERTa-style tokenizers)
+    # a word's prediction slot: its first piece (AutoPunct) or its last (nagy, courtland)
+    label_position: str = option("first", choices=LABEL_POSITIONS)
+
+
+@dataclass
+class LastPieceFeaturizerOptions(SubwordFeaturizerOptions):
+    """``featurizer:`` of nagy and courtland: the slot on each word's LAST piece."""
+
+    label_position: str = option("last", choices=LABEL_POSITIONS)
 
 
 class SubwordFeaturizer(Featurizer):
     """Sub-word windows for a pretrained encoder, one prediction slot per word."""
 
-    def __init__(self, config: dict[str, Any], tokenizer: Any | None = None):
-        fcfg = checked_options(config.get("featurizer"), FEATURIZER_KEYS, "featurizer")
-        self.label_set, self.n_labels = label_set_size(config)
-        self.encoder_name: str | None = fcfg.get("encoder")
-        self.lowercase = bool(fcfg.get("lowercase", True))
-        self.max_pieces = int(fcfg.get("max_pieces_per_word", 8))
-        self.prefix_space = bool(fcfg.get("prefix_space", False))
-        self.label_position = str(fcfg.get("label_position", "first"))
-        if self.label_position not in LABEL_POSITIONS:
-            raise PunctInputError(
-                f"featurizer.label_position must be one of {LABEL_POSITIONS}, "
-                f"got {self.label_position!r}"
-            )
-        if self.max_pieces < 1:
-            raise PunctInputError("featurizer.max_pieces_per_word must be >= 1")
+    def __init__(self, config: Config, tokenizer: Any | None = None):
+        opts: SubwordFeaturizerOptions = config.featurizer
+        self.label_set = config.label_set
+        self.n_labels = len(get_label_set(config.label_set).labels)
+        self.encoder_name: str | None = opts.encoder
+        self.lowercase = opts.lowercase
+        self.max_pieces = opts.max_pieces_per_word
+        self.prefix_space = opts.prefix_space
+        self.label_position = opts.label_position
         self.tokenizer = tokenizer if tokenizer is not None else load_tokenizer(self.encoder_name)
         self.encoder_config_dir: Path | None = None
         self.label_counts = np.zeros(self.n_labels, dtype=np.int64)
@@ -287,8 +292,9 @@ class SubwordFeaturizer(Featurizer):
             LOG.warning("encoder config of %r not saved: %s", self.encoder_name, err)
 
     @classmethod
-    def load(cls, directory: Path, config: dict[str, Any]) -> SubwordFeaturizer:
-        """Rebuild from ``save``; the saved tokenizer is used (offline)."""
+    def load(cls, directory: Path, config: Config) -> SubwordFeaturizer:
+        """Rebuild from ``save``: the saved options over ``config``'s featurizer section,
+        the saved tokenizer (offline)."""
         directory = Path(directory)
         path = directory / FEATURIZER_FILE
         try:
@@ -299,24 +305,22 @@ class SubwordFeaturizer(Featurizer):
             raise PunctInputError(f"bad JSON: {err.msg}", path, err.lineno) from err
         if meta.get("format") != FORMAT_VERSION:
             raise PunctInputError(f"unsupported featurizer format {meta.get('format')!r}", path)
-        if config.get("label_set") is not None and config["label_set"] != meta["label_set"]:
+        if config.label_set != meta["label_set"]:
             raise PunctInputError(
                 f"featurizer was fitted for label set {meta['label_set']!r}, "
-                f"config asks for {config['label_set']!r}",
+                f"config asks for {config.label_set!r}",
                 path,
             )
-        saved = {
-            "label_set": meta["label_set"],
-            "featurizer": {
-                "encoder": meta["encoder"],
-                "lowercase": meta["lowercase"],
-                "max_pieces_per_word": meta["max_pieces_per_word"],
-                "prefix_space": meta["prefix_space"],
-                "label_position": meta.get("label_position", "first"),
-            },
-        }
+        saved = dataclasses.replace(
+            config.featurizer,
+            encoder=meta["encoder"],
+            lowercase=meta["lowercase"],
+            max_pieces_per_word=meta["max_pieces_per_word"],
+            prefix_space=meta["prefix_space"],
+            label_position=meta.get("label_position", "first"),
+        )
         tokenizer = load_tokenizer(directory / "tokenizer")
-        feat = cls(saved, tokenizer=tokenizer)
+        feat = cls(config.replace(featurizer=saved), tokenizer=tokenizer)
         feat.label_counts = np.asarray(meta["label_counts"], dtype=np.int64)
         if feat.label_counts.shape != (feat.n_labels,):
             raise PunctInputError(

@@ -20,30 +20,62 @@ used by autopunct and by unipunc with a pretrained lexical encoder:
 from __future__ import annotations
 
 import abc
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from punct.config import Config, OptimizerSection, option
 from punct.errors import PunctInputError
 from punct.labels import CAP_LABELS, get_label_set
 from punct.models.base import Prediction
-from punct.models.marks import LOSS_KEYS as MARK_LOSS_KEYS
-from punct.models.marks import MarkObjective
-from punct.models.options import checked_options
-from punct.models.subword.encoder import EncoderModel
+from punct.models.marks import LossOptions, MarkObjective
+from punct.models.subword.encoder import EncoderModel, EncoderOptions
 from punct.models.subword.featurizer import SubwordFeaturizer
 
 N_CAP = len(CAP_LABELS)
 ACTIVATIONS: dict[str, type[nn.Module]] = {
     "none": nn.Identity, "relu": nn.ReLU, "gelu": nn.GELU, "tanh": nn.Tanh,
 }
-HEAD_KEYS = {"hidden", "activation", "dropout"}
-CAP_HEAD_KEYS = HEAD_KEYS | {"detach_punct"}
-LOSS_KEYS = {"punct_weight", "cap_weight", *MARK_LOSS_KEYS}
-PUNCT_CAP_KEYS = {"encoder_train_layers", "encoder_lr", "encoder_lr_decay", "head", "cap_head",
-                  "loss"}
+ACTIVATION_NAMES = tuple(ACTIVATIONS)
+
+
+@dataclass
+class HeadOptions:
+    """``model.head``: dense -> non-linearity -> dropout -> linear."""
+
+    hidden: int | None = option(None, low=0)  # None (or 0): the encoder's hidden size
+    activation: str | None = option("gelu", choices=ACTIVATION_NAMES)  # None: identity
+    dropout: float = option(0.1, low=0.0, high=1.0)
+
+
+@dataclass
+class CapHeadOptions(HeadOptions):
+    """``model.cap_head``: the head's options, and whether the punctuation probabilities
+    it reads pass gradients back (``detach_punct: false``)."""
+
+    detach_punct: bool = False
+
+
+@dataclass
+class PunctCapLossOptions(LossOptions):
+    """``model.loss`` of ``PunctCapModel``: the mark loss's options and the weights of the
+    two losses."""
+
+    punct_weight: float = 1.0
+    cap_weight: float = 1.0
+
+
+@dataclass
+class PunctCapOptions(EncoderOptions):
+    """The ``model:`` options of ``PunctCapModel`` (autopunct, unipunc's pretrained
+    lexical encoder)."""
+
+    head: HeadOptions = field(default_factory=HeadOptions)
+    cap_head: CapHeadOptions = field(default_factory=CapHeadOptions)
+    loss: PunctCapLossOptions = field(default_factory=PunctCapLossOptions)
 
 
 def activation(name: str | None) -> nn.Module:
@@ -76,40 +108,29 @@ class PunctCapModel(EncoderModel, abc.ABC):
     ``add_heads`` (the construction order fixes the seeded initial weights).
     """
 
-    def add_heads(self, config: dict[str, Any], featurizer: SubwordFeaturizer) -> None:
+    def add_heads(self, config: Config, featurizer: SubwordFeaturizer) -> None:
         """The two heads and the loss, from ``model.head``, ``model.cap_head`` and
         ``model.loss`` (the fitted featurizer's mark counts weight rare marks)."""
         hidden = self.hidden_size
-        head = checked_options(self.mcfg.get("head"), HEAD_KEYS, "model.head")
-        self.punct_head = Head(
-            hidden,
-            int(head.get("hidden") or hidden),
-            self.n_labels,
-            head.get("activation", "gelu"),
-            float(head.get("dropout", 0.1)),
-        )
-        cap = checked_options(self.mcfg.get("cap_head"), CAP_HEAD_KEYS, "model.cap_head")
-        self.detach_punct = bool(cap.get("detach_punct", False))
-        self.cap_head = Head(
-            2 * self.n_labels + 1 + hidden,
-            int(cap.get("hidden") or hidden),
-            N_CAP,
-            cap.get("activation", "gelu"),
-            float(cap.get("dropout", 0.1)),
-        )
-        loss = checked_options(self.mcfg.get("loss"), LOSS_KEYS, "model.loss")
-        self.punct_weight = float(loss.pop("punct_weight", 1.0))
-        self.cap_weight = float(loss.pop("cap_weight", 1.0))
-        self.objective = MarkObjective(get_label_set(config["label_set"]), loss,
+        opts: PunctCapOptions = config.model
+        head, cap = opts.head, opts.cap_head
+        self.punct_head = Head(hidden, head.hidden or hidden, self.n_labels, head.activation,
+                               head.dropout)
+        self.detach_punct = cap.detach_punct
+        self.cap_head = Head(2 * self.n_labels + 1 + hidden, cap.hidden or hidden, N_CAP,
+                             cap.activation, cap.dropout)
+        self.punct_weight = opts.loss.punct_weight
+        self.cap_weight = opts.loss.cap_weight
+        self.objective = MarkObjective(get_label_set(config.label_set), opts.loss,
                                        featurizer.label_counts, featurizer.n_words)
 
-    def param_groups(self, opts: dict[str, Any]) -> list[dict[str, Any]]:
+    def param_groups(self, opts: OptimizerSection) -> list[dict[str, Any]]:
         """The trainable encoder parameters at ``model.encoder_lr`` (default: the
         optimizer's lr; per layer with ``model.encoder_lr_decay``), everything trained
         from scratch at the optimizer's."""
         ids = {id(p) for p in self.encoder.parameters()}
         rest = [p for p in self.parameters() if id(p) not in ids and p.requires_grad]
-        return [*self.encoder_groups(opts.get("lr"), trainable_only=True),
+        return [*self.encoder_groups(opts.lr, trainable_only=True),
                 {"params": rest}]
 
     @abc.abstractmethod

@@ -18,37 +18,41 @@ frozen-state cache) with a family-specific head producing per-position mark logi
 from __future__ import annotations
 
 import abc
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
+from punct.config import Config, OptimizerSection
 from punct.labels import get_label_set
 from punct.models.base import Prediction
-from punct.models.marks import LOSS_KEYS, MarkObjective
-from punct.models.options import checked_options
-from punct.models.subword.encoder import EncoderModel
+from punct.models.marks import LossOptions, MarkObjective
+from punct.models.subword.encoder import EncoderModel, FreezingEncoderOptions
 from punct.models.subword.featurizer import SubwordFeaturizer
 
-ENCODER_KEYS = {"encoder_train_layers", "freeze_encoder_epochs", "encoder_lr",
-                "encoder_lr_decay", "loss"}
+
+@dataclass
+class TaggerOptions(FreezingEncoderOptions):
+    """The ``model:`` options every tagger shares: the encoder's (with
+    ``freeze_encoder_epochs``) and ``loss``; a family adds its head's."""
+
+    loss: LossOptions = field(default_factory=LossOptions)
 
 
 class SubwordTagger(EncoderModel, abc.ABC):
     """Pretrained encoder + a family-specific head producing per-position mark logits."""
 
-    def __init__(self, config: dict[str, Any], featurizer: SubwordFeaturizer,
-                 head_keys: set[str]):
-        super().__init__(config, featurizer, ENCODER_KEYS | head_keys)
-        loss = checked_options(self.mcfg.get("loss"), set(LOSS_KEYS), "model.loss")
-        self.objective = MarkObjective(get_label_set(config["label_set"]), loss,
+    def __init__(self, config: Config, featurizer: SubwordFeaturizer):
+        super().__init__(config, featurizer)
+        self.objective = MarkObjective(get_label_set(config.label_set), config.model.loss,
                                        featurizer.label_counts, featurizer.n_words)
 
-    def param_groups(self, opts: dict[str, Any]) -> list[dict[str, Any]]:
+    def param_groups(self, opts: OptimizerSection) -> list[dict[str, Any]]:
         """Encoder groups (``model.encoder_lr``, ``model.encoder_lr_decay``) and the head
         group (the optimizer's lr)."""
         ids = {id(p) for p in self.encoder.parameters()}
         head = [p for p in self.parameters() if id(p) not in ids]
-        return [*self.encoder_groups(opts.get("lr")), {"params": head}]
+        return [*self.encoder_groups(opts.lr), {"params": head}]
 
     @abc.abstractmethod
     def forward(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:

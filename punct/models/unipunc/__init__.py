@@ -11,52 +11,51 @@ utterances. See docs/UNIPUNC.md.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
-from punct.errors import PunctInputError
+from punct.config import Config
 from punct.models.base import Family, Featurizer, PunctModel
 from punct.models.unipunc.brnn_graft import UnipuncBRNN, UnipuncBRNNFeaturizer
-from punct.models.unipunc.pretrained import UnipuncFeaturizer, UnipuncModel, model_options
+from punct.models.unipunc.options import (
+    LEXICAL,
+    UnipuncBRNNFeaturizerOptions,
+    UnipuncFeaturizerOptions,
+    UnipuncOptions,
+    check_config,
+    featurizer_options,
+)
+from punct.models.unipunc.pretrained import UnipuncFeaturizer, UnipuncModel
 
-LEXICAL = ("pretrained", "brnn")
-
-__all__ = ["UnipuncBRNN", "UnipuncBRNNFeaturizer", "UnipuncFeaturizer", "UnipuncModel"]
-
-
-def lexical_of(config: dict[str, Any]) -> str:
-    """The lexical encoder kind of a unipunc config."""
-    kind = str((config.get("model") or {}).get("lexical", "pretrained"))
-    if kind not in LEXICAL:
-        raise PunctInputError(f"model.lexical must be one of {LEXICAL}, got {kind!r}")
-    return kind
+__all__ = ["LEXICAL", "UnipuncBRNN", "UnipuncBRNNFeaturizer", "UnipuncBRNNFeaturizerOptions",
+           "UnipuncFeaturizer", "UnipuncFeaturizerOptions", "UnipuncModel", "UnipuncOptions"]
 
 
-def make_featurizer(config: dict[str, Any]) -> Featurizer:
+def make_featurizer(config: Config) -> Featurizer:
     """The featurizer of the configured lexical encoder, with the acoustic stream."""
-    if lexical_of(config) == "brnn":
+    if config.model.lexical == "brnn":
         return UnipuncBRNNFeaturizer.from_config(config)
     feat = UnipuncFeaturizer(config)
     feat._spans()  # featurizer.streams is required
     return feat
 
 
-def make_model(config: dict[str, Any], featurizer: Featurizer) -> PunctModel:
+def make_model(config: Config, featurizer: Featurizer) -> PunctModel:
     """UniPunc over the featurizer's lexical encoder (fitted featurizer: audio dims known)."""
-    if lexical_of(config) == "brnn":
+    if config.model.lexical == "brnn":
         if not isinstance(featurizer, UnipuncBRNNFeaturizer):
             raise TypeError("unipunc with lexical: brnn needs a UnipuncBRNNFeaturizer")
-        acoustic, boot, rest = model_options(config)
-        return UnipuncBRNN(featurizer, rest, acoustic, boot)
+        return UnipuncBRNN(featurizer, config.model)
     if not isinstance(featurizer, UnipuncFeaturizer):
         raise TypeError(f"unipunc needs a UnipuncFeaturizer, got {type(featurizer).__name__}")
     return UnipuncModel(config, featurizer)
 
 
-def load_featurizer(directory: Path, config: dict[str, Any]) -> Featurizer:
+def load_featurizer(directory: Path, config: Config) -> Featurizer:
     """A featurizer written by ``save``."""
-    if lexical_of(config) == "brnn":
+    if config.model.lexical == "brnn":
         return UnipuncBRNNFeaturizer.load(directory, config)
     return UnipuncFeaturizer.load(directory, config)
 
 
-FAMILY = Family("unipunc", make_featurizer, make_model, load_featurizer)
+FAMILY = Family("unipunc", make_featurizer, make_model, load_featurizer,
+                options=UnipuncOptions, featurizer_options=featurizer_options,
+                check_config=check_config)

@@ -31,20 +31,32 @@ from typing import Any
 import numpy as np
 import torch
 
+from punct.config import Config, OptionError, option
 from punct.errors import PunctInputError
 from punct.models.base import ListPlan, Window, WindowPlan, WordSeq
 from punct.models.unipunc.withhold import select_withheld
 
-AUDIO_KEYS = frozenset({"streams", "frame_shift", "withhold_audio", "withhold_seed",
-                        "audio_context_s", "max_audio_frames"})
 STATE_FILE = "unipunc_audio.json"
 
 
-def split_featurizer_config(fcfg: dict[str, Any] | None) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(audio options, the other featurizer options)."""
-    fcfg = dict(fcfg or {})
-    return ({k: v for k, v in fcfg.items() if k in AUDIO_KEYS},
-            {k: v for k, v in fcfg.items() if k not in AUDIO_KEYS})
+@dataclass
+class AudioOptions:
+    """The audio options of a unipunc ``featurizer:`` section (besides its lexical
+    featurizer's): the one acoustic stream and how windows take its frames."""
+
+    streams: list[str] | None = None  # exactly one stream: [fbank] or [w2v]
+    frame_shift: float = 0.01  # seconds between frames
+    withhold_audio: float = option(0.0, low=0.0, high=1.0)  # share of training utterances
+    withhold_seed: int = 1
+    audio_context_s: float = option(0.2, low=0.0)  # frames before and after the words
+    max_audio_frames: int = option(4000, low=1)  # longer spans are subsampled
+
+    def check(self) -> None:
+        if self.streams is not None and len(self.streams) != 1:
+            raise OptionError("streams", "unipunc needs exactly one acoustic stream (e.g. "
+                                         f"[fbank] or [w2v]), got {self.streams!r}")
+        if self.frame_shift <= 0:
+            raise OptionError("frame_shift", f"must be positive, got {self.frame_shift}")
 
 
 @dataclass
@@ -63,23 +75,14 @@ class AudioSpans:
     withheld: set[str] = field(default_factory=set)
 
     @classmethod
-    def from_config(cls, opts: dict[str, Any]) -> AudioSpans:
+    def from_config(cls, opts: AudioOptions) -> AudioSpans:
         """From the featurizer's audio options (``streams`` names exactly one stream)."""
-        streams = opts.get("streams")
-        if not isinstance(streams, (list, tuple)) or len(streams) != 1:
+        streams = opts.streams
+        if streams is None or len(streams) != 1:
             raise PunctInputError("unipunc needs featurizer.streams with exactly one acoustic "
                                   f"stream (e.g. [fbank] or [w2v]), got {streams!r}")
-        spans = cls(str(streams[0]), float(opts.get("frame_shift", 0.01)),
-                    float(opts.get("withhold_audio", 0.0)), int(opts.get("withhold_seed", 1)),
-                    float(opts.get("audio_context_s", 0.2)),
-                    int(opts.get("max_audio_frames", 4000)))
-        if spans.frame_shift <= 0 or spans.max_frames < 1 or spans.context_s < 0:
-            raise PunctInputError("featurizer: frame_shift and max_audio_frames must be "
-                                  "positive, audio_context_s >= 0")
-        if not 0.0 <= spans.withhold <= 1.0:
-            raise PunctInputError(f"featurizer.withhold_audio must be in [0, 1], "
-                                  f"got {spans.withhold}")
-        return spans
+        return cls(streams[0], opts.frame_shift, opts.withhold_audio, opts.withhold_seed,
+                   opts.audio_context_s, opts.max_audio_frames)
 
     # -- fitting
     def fit(self, train: list[WordSeq]) -> None:
@@ -238,7 +241,7 @@ class AudioFeaturizerMixin:
         self._spans().save(directory)
 
     @classmethod
-    def load(cls, directory: Path, config: dict[str, Any]) -> Any:
+    def load(cls, directory: Path, config: Config) -> Any:
         feat = super().load(directory, config)  # type: ignore[misc]
         assert isinstance(feat, cls)
         feat.audio = AudioSpans.load(directory)

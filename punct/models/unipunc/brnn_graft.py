@@ -15,16 +15,11 @@ from typing import Any
 import numpy as np
 import torch
 
-from punct.errors import PunctInputError
+from punct.config import Config, OptimizerSection
 from punct.models.brnn import BRNNFeaturizer, BRNNText
-from punct.models.unipunc.audio import (
-    AudioFeaturizerMixin,
-    AudioSpans,
-    split_featurizer_config,
-)
+from punct.models.unipunc.audio import AudioFeaturizerMixin, AudioSpans
 from punct.models.unipunc.layers import AcousticAssistant, CoordinateBootstrapper
-
-BRNN_MODEL_KEYS = {"hidden", "embedding", "checkpoint_attention", "graft_lr"}
+from punct.models.unipunc.options import UnipuncOptions
 
 
 class UnipuncBRNNFeaturizer(AudioFeaturizerMixin, BRNNFeaturizer):
@@ -33,35 +28,28 @@ class UnipuncBRNNFeaturizer(AudioFeaturizerMixin, BRNNFeaturizer):
     TOKENS_KEY = "ids"
 
     @classmethod
-    def from_config(cls, config: dict[str, Any]) -> UnipuncBRNNFeaturizer:
-        audio_opts, rest = split_featurizer_config(config.get("featurizer"))
-        feat = super().from_config(dict(config, featurizer=rest))
+    def from_config(cls, config: Config) -> UnipuncBRNNFeaturizer:
+        feat = super().from_config(config)
         assert isinstance(feat, UnipuncBRNNFeaturizer)
-        feat.audio = AudioSpans.from_config(audio_opts)
+        feat.audio = AudioSpans.from_config(config.featurizer)
         return feat
 
 
 class UnipuncBRNN(BRNNText):
     """punctuator2 whose BiGRU context is replaced by UniPunc's hybrid representation."""
 
-    def __init__(self, featurizer: UnipuncBRNNFeaturizer, model_cfg: dict[str, Any],
-                 acoustic: dict[str, Any], bootstrapper: dict[str, Any]):
-        unknown = set(model_cfg) - BRNN_MODEL_KEYS
-        if unknown:
-            raise PunctInputError(f"unknown unipunc (brnn) model options {sorted(unknown)}; "
-                                  f"known {sorted(BRNN_MODEL_KEYS)} + lexical, acoustic, "
-                                  "bootstrapper")
+    def __init__(self, featurizer: UnipuncBRNNFeaturizer, options: UnipuncOptions):
         super().__init__(len(featurizer.vocab), featurizer.membership(),
-                         np.asarray(featurizer.opening), int(model_cfg.get("hidden", 256)),
-                         model_cfg.get("embedding"),
-                         bool(model_cfg.get("checkpoint_attention", True)))
+                         np.asarray(featurizer.opening), options.hidden, options.embedding,
+                         options.checkpoint_attention)
         d_model = 2 * self.hidden
-        self.assistant = AcousticAssistant(featurizer._spans().dim, d_model, **acoustic)
-        self.bootstrapper = CoordinateBootstrapper(d_model, **bootstrapper)
-        self.graft_lr = model_cfg.get("graft_lr")
+        self.assistant = AcousticAssistant.from_options(featurizer._spans().dim, d_model,
+                                                        options.acoustic)
+        self.bootstrapper = CoordinateBootstrapper.from_options(d_model, options.bootstrapper)
+        self.graft_lr = options.graft_lr
         self._batch: dict[str, torch.Tensor] | None = None
 
-    def param_groups(self, opts: dict[str, Any]) -> list[dict[str, Any]]:
+    def param_groups(self, opts: OptimizerSection) -> list[dict[str, Any]]:
         """punctuator2's parameters at ``train.optimizer.lr``; the grafted assistant and
         bootstrapper at ``model.graft_lr`` when set (attention layers want a smaller rate
         than the BRNN's Adam 0.01)."""
@@ -70,7 +58,7 @@ class UnipuncBRNN(BRNNText):
         rest = [p for p in self.parameters() if p.requires_grad and id(p) not in ids]
         if self.graft_lr is None:
             return [{"params": rest + graft}]
-        return [{"params": rest}, {"params": graft, "lr": float(self.graft_lr)}]
+        return [{"params": rest}, {"params": graft, "lr": self.graft_lr}]
 
     def fused_states(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
         """punctuator2's fused states, computed over the hybrid context."""

@@ -30,15 +30,42 @@ cannot drown weak lexical states (e.g. a BiGRU's) at the start of training.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import torch
 from torch import nn
 
+from punct.config import OptionError, option
 from punct.errors import PunctInputError
 
-ACOUSTIC_KEYS = {"conv_layers", "channels", "kernel", "stride", "virtual_length", "dropout"}
-BOOTSTRAPPER_KEYS = {"layers", "heads", "dropout", "time_encoding", "alignment_prior_s",
-                     "layer_norm", "zero_init"}
+
+@dataclass
+class AcousticOptions:
+    """``model.acoustic``: the acoustic assistant (see the module docstring)."""
+
+    conv_layers: int = option(2, low=1)
+    channels: int | None = option(None, low=1)  # None: the model dimension
+    kernel: int = option(15, low=1)
+    stride: int = option(5, low=1)
+    virtual_length: int = option(5, low=1)  # learned vectors of a window without audio
+    dropout: float = option(0.1, low=0.0, high=1.0)
+
+
+@dataclass
+class BootstrapperOptions:
+    """``model.bootstrapper``: the coordinate bootstrapper (see the module docstring)."""
+
+    layers: int = option(2, low=1)
+    heads: int = option(4, low=1)
+    dropout: float = option(0.1, low=0.0, high=1.0)
+    time_encoding: bool = False  # queries and keys get a sinusoidal encoding of time
+    alignment_prior_s: float | None = option(None, low=0.0)  # sigma of the Gaussian prior
+    layer_norm: bool = True
+    zero_init: bool = False  # attention output projections start at zero
+
+    def check(self) -> None:
+        if self.alignment_prior_s is not None and self.alignment_prior_s <= 0:
+            raise OptionError("alignment_prior_s", "must be positive (or null)")
 
 
 
@@ -57,6 +84,12 @@ def sinusoid(positions: torch.Tensor, dim: int) -> torch.Tensor:
 
 class AcousticAssistant(nn.Module):
     """Frames -> down-sampled acoustic keys, or the virtual embedding without audio."""
+
+    @classmethod
+    def from_options(cls, d_in: int, d_model: int, opts: AcousticOptions) -> AcousticAssistant:
+        """The assistant of ``model.acoustic``."""
+        return cls(d_in, d_model, opts.conv_layers, opts.kernel, opts.stride,
+                   opts.virtual_length, opts.dropout, opts.channels)
 
     def __init__(self, d_in: int, d_model: int, conv_layers: int = 2, kernel: int = 15,
                  stride: int = 5, virtual_length: int = 5, dropout: float = 0.1,
@@ -153,6 +186,12 @@ class BootstrapperLayer(nn.Module):
 
 class CoordinateBootstrapper(nn.Module):
     """Stacked bootstrapper layers over lexical states and acoustic (or virtual) keys."""
+
+    @classmethod
+    def from_options(cls, d_model: int, opts: BootstrapperOptions) -> CoordinateBootstrapper:
+        """The bootstrapper of ``model.bootstrapper``."""
+        return cls(d_model, opts.layers, opts.heads, opts.dropout, opts.time_encoding,
+                   opts.layer_norm, opts.alignment_prior_s, opts.zero_init)
 
     def __init__(self, d_model: int, layers: int = 2, heads: int = 4, dropout: float = 0.1,
                  time_encoding: bool = False, layer_norm: bool = True,
