@@ -16,6 +16,7 @@ from punct.engine.symbols import is_passthrough, split_words, tally
 from punct.errors import PunctInputError
 from punct.export.system import System
 from punct.infer.inputs import read_jsonl
+from punct.models.unipunc.audio import AudioOptions
 from punct.wordtable import rows_from_text
 
 # ----------------------------------------------------------------------------- symbols
@@ -116,7 +117,7 @@ def test_from_pretrained_errors(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="precision"):
         Restorer(System(RULE_CONFIG, WordFeaturizer(), RuleModel(), IWSLT, None, tmp_path, False),
                  precision="fp8")
-    audio = dict(RULE_CONFIG, featurizer={"streams": ["fbank"]})
+    audio = RULE_CONFIG.replace(featurizer=AudioOptions(streams=["fbank"]))
     with pytest.raises(PunctInputError, match="acoustic feature streams"):
         Restorer(System(audio, WordFeaturizer(), RuleModel(), IWSLT, None, tmp_path, False))
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from punct.config import Config, load_config, resolve_config
+from punct.config import Config, OptimizerSection, load_config, resolve_config
 from punct.errors import PunctInputError
 from punct.labels import get_label_set
 from punct.models import Registry
@@ -181,7 +181,7 @@ def test_stage2_freezes_stage1(feat: BRNNFeaturizer) -> None:
     params = [p for p in model.parameters() if p.requires_grad]
     assert {id(p) for p in params} == {id(p) for n, p in model.named_parameters()
                                        if not n.startswith("stage1.")}
-    opt = make_optimizer(params, {"name": "adagrad", "lr": 0.1})
+    opt = make_optimizer(params, OptimizerSection(name="adagrad", lr=0.1))
     new_before = model.out.weight.clone()
     model.train()
     assert not model.stage1.training
@@ -208,7 +208,7 @@ def test_one_stage_pause_input_reads_the_pause_before_each_word(feat: BRNNFeatur
     batch = feat.collate(feat.windows([seq(words, marks, pauses=[0.3, 0.0, 0.8])], 8, 8))
     # token t (1 = "yes") carries the pause before it: none for the first word
     torch.testing.assert_close(batch["pauses"][0, :4], torch.tensor([0.0, 0.0, 0.3, 0.0]))
-    opt = make_optimizer(list(model.parameters()), {"name": "adam", "lr": 0.05})
+    opt = make_optimizer(list(model.parameters()), OptimizerSection(name="adam", lr=0.05))
     pause_column = model.bigru.weight_ih_l0[:, -1].detach().clone()
     for _ in range(3):
         opt.zero_grad()

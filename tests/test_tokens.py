@@ -9,8 +9,9 @@ import pytest
 import torch
 
 from punct.bin import train_tokenizer
+from punct.config import Config, resolve_config
 from punct.data.tokens import WordPieces, oov_report, train_sentencepiece
-from punct.errors import MissingDataError
+from punct.errors import MissingDataError, PunctInputError
 from punct.labels import get_label_set
 from punct.models.base import WordSeq
 from punct.models.brnn import IGNORE, BRNNFeaturizer, make_model
@@ -38,10 +39,10 @@ def seq(words: list[str], marks: list[tuple[str, ...]], offset: int = 0) -> Word
     return WordSeq("u", words, pauses, punct, np.zeros(len(words), dtype=np.int64), offset)
 
 
-def config(sp: Path) -> dict:
-    return {"family": "brnn", "label_set": "full13",
-            "featurizer": {"tokenizer": "sentencepiece", "sp_model": str(sp)},
-            "model": {"hidden": 8}}
+def config(sp: Path) -> Config:
+    return resolve_config({"family": "brnn", "label_set": "full13",
+                           "featurizer": {"tokenizer": "sentencepiece", "sp_model": str(sp)},
+                           "model": {"hidden": 8}})
 
 
 def test_model_files_and_pieces(sp_model: Path) -> None:
@@ -117,8 +118,8 @@ def test_piece_model_predicts_word_marks_and_roundtrips(sp_model: Path, tmp_path
 def test_missing_model_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(MissingDataError, match="token stage"):
         BRNNFeaturizer.from_config(config(tmp_path / "nope.model"))
-    with pytest.raises(ValueError, match="tokenizer"):
-        BRNNFeaturizer.from_config({"label_set": "full13", "featurizer": {"tokenizer": "bpe"}})
+    with pytest.raises(PunctInputError, match=r"featurizer\.tokenizer = 'bpe' is not one of"):
+        resolve_config({"family": "brnn", "featurizer": {"tokenizer": "bpe"}})
 
 
 def test_cli_trains_on_a_word_table(tmp_path: Path) -> None:

@@ -230,7 +230,7 @@ def to_markdown(report: dict[str, Any]) -> str:
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """Benchmark every system; write the JSON and Markdown reports."""
     if args.reps < 1:
-        raise ValueError(f"--reps must be >= 1, got {args.reps}")
+        raise PunctInputError(f"--reps must be >= 1, got {args.reps}")
     device = pick_device(args.device)
     env = collect_env(threads=torch.get_num_threads())
     env["device"] = str(device)

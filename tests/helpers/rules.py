@@ -8,7 +8,7 @@ import numpy as np
 import torch
 
 from punct import Restorer
-from punct.config import Config
+from punct.config import Config, DecodeSection, TrainSection
 from punct.data.windows import window_spans
 from punct.export.system import System
 from punct.labels import get_label_set
@@ -66,9 +66,10 @@ class RuleModel(PunctModel):
 
 
 #: The rule pair as a loaded system of the Python API.
-RULE_CONFIG = {"family": "rule", "label_set": "iwslt4", "featurizer": {},
-               "train": {"window": 4, "stride": 2},
-               "decode": {"batch_size": 3, "aggregate": "mean", "bf16": False, "threshold": 0.5}}
+# "rule" is no registered family: its config is built from the typed sections directly
+RULE_CONFIG = Config("rule", "iwslt4", train=TrainSection(window=4, stride=2),
+                     decode=DecodeSection(batch_size=3, aggregate="mean", bf16=False,
+                                          threshold=0.5))
 
 
 def rule_restorer(**kw: int) -> Restorer:
