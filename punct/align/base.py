@@ -112,5 +112,5 @@ def get_aligner(name: str, **options: Any) -> Aligner:
     try:
         factory = lookup("aligner", name)
     except UnknownNameError as err:
-        raise ValueError(str(err)) from None
+        raise PunctInputError(str(err)) from None
     return factory(**options)

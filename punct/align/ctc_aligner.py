@@ -60,7 +60,8 @@ class CtcAligner(Aligner):
         if ctc_device:
             cfg = dataclasses.replace(cfg, device=ctc_device)
         if cfg.on_mismatch not in ("error", "skip"):
-            raise ValueError(f"on_mismatch must be 'error' or 'skip', not {cfg.on_mismatch!r}")
+            raise PunctInputError(f"on_mismatch must be 'error' or 'skip', not "
+                                  f"{cfg.on_mismatch!r}")
         self.config = cfg
         self.model = model if model is not None else CtcModel(cfg.model, cfg.device)
 

@@ -18,7 +18,7 @@ from punct.align.pauses import match_words
 from punct.data.ctm import read_ctm
 from punct.data.nonspeech import NonSpeechMap, load_nonspeech_map
 from punct.data.timed import TimedWord
-from punct.errors import MissingDataError
+from punct.errors import MissingDataError, PunctInputError
 
 
 def words_for_request(
@@ -76,7 +76,7 @@ class CtmAligner(TableAligner):
     def __init__(self, source: str | Path | None = None,
                  nonspeech: NonSpeechMap | str | None = None, **_: object):
         if source is None:
-            raise ValueError("the ctm aligner needs --source PATH (a CTM file)")
+            raise PunctInputError("the ctm aligner needs --source PATH (a CTM file)")
         self.nonspeech = load_nonspeech_map(nonspeech)
         self.source = Path(source)
         self._table: dict[str, list[TimedWord]] | None = None
@@ -95,7 +95,7 @@ class ReferenceAligner(TableAligner):
     def __init__(self, source: str | Path | None = None,
                  nonspeech: NonSpeechMap | str | None = None, **_: object):
         if source is None:
-            raise ValueError("the reference aligner needs --reference-dir DIR (or --source)")
+            raise PunctInputError("the reference aligner needs --reference-dir DIR (or --source)")
         self.nonspeech = load_nonspeech_map(nonspeech)
         self.source = Path(source)
         if not self.source.is_dir():

@@ -525,8 +525,8 @@ class DtwAligner(Aligner):
         self.config = config or DtwConfig()
         self.nonspeech = load_nonspeech_map(nonspeech)
         if self.config.on_mismatch not in ("error", "skip"):
-            raise ValueError(f"on_mismatch must be 'error' or 'skip', not "
-                             f"{self.config.on_mismatch!r}")
+            raise PunctInputError(f"on_mismatch must be 'error' or 'skip', not "
+                                  f"{self.config.on_mismatch!r}")
 
     def align(self, request: AlignRequest) -> AlignResult | None:
         samples, rate = request.load_audio()

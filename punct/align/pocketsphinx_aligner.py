@@ -145,8 +145,8 @@ class PocketsphinxAligner(Aligner):
         self.config = config or PocketsphinxConfig()
         self.nonspeech = load_nonspeech_map(nonspeech)
         if self.config.on_mismatch not in ("error", "skip"):
-            raise ValueError(f"on_mismatch must be 'error' or 'skip', not "
-                             f"{self.config.on_mismatch!r}")
+            raise PunctInputError(f"on_mismatch must be 'error' or 'skip', not "
+                                  f"{self.config.on_mismatch!r}")
 
     def _error(self, request: AlignRequest, message: str) -> PunctInputError:
         return PunctInputError(f"utterance {request.utt_id}: {message}", request.wav_scp,

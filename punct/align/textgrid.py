@@ -9,7 +9,7 @@ from punct.align.base import AlignRequest, AlignResult
 from punct.align.ctm import TableAligner, words_for_request
 from punct.data.nonspeech import NonSpeechMap, load_nonspeech_map
 from punct.data.textgrid import textgrid_words
-from punct.errors import MissingDataError
+from punct.errors import MissingDataError, PunctInputError
 
 
 class TextGridAligner(TableAligner):
@@ -20,7 +20,7 @@ class TextGridAligner(TableAligner):
     def __init__(self, source: str | Path | None = None, tier: str = "words",
                  nonspeech: NonSpeechMap | str | None = None, **_: object):
         if source is None:
-            raise ValueError("the textgrid aligner needs --source DIR (TextGrid files)")
+            raise PunctInputError("the textgrid aligner needs --source DIR (TextGrid files)")
         self.nonspeech = load_nonspeech_map(nonspeech)
         self.source = Path(source)
         self.tier = tier

@@ -294,7 +294,7 @@ def main(argv: list[str] | None = None) -> int:
             for job in range(1, args.num_jobs + 1):
                 run_job(args, job)
             summary = merge(args)
-    except (PunctInputError, ValueError) as err:
+    except PunctInputError as err:
         return report_error("align", err)
     print(f"{summary} ({time.time() - t0:.1f} s)")
     return 0

@@ -367,7 +367,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.probe:
             return probe(args)
         return compare(args, argv)
-    except (PunctInputError, ValueError) as err:
+    except PunctInputError as err:
         return report_error("compare_aligners", err)
 
 

@@ -69,7 +69,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                    overwrite=True, card_facts=facts)
         if args.dev_dir is not None:
             record_backends(args.out, str(args.dev_dir), args.num_threads)
-    except (PunctInputError, ValueError) as err:
+    except PunctInputError as err:
         return report_error("export_best", err)
     others = ", ".join(f"{c.system} {100 * c.micro_f1:.1f}" for c in ranked[1:]) or "none"
     print(f"export_best: {best.system} (dev {args.dev_set} micro-F1 {100 * best.micro_f1:.1f}; "

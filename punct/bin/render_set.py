@@ -60,7 +60,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         p.error("need 80 <= --rate-min <= --rate-max <= 450 (eSpeak's rates)")
     try:
         voices = parse_voices(args.voices)
-    except ValueError as err:
+    except PunctInputError as err:
         p.error(str(err))
 
     def progress(line: str) -> None:

@@ -111,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     command = "python -m punct.bin.report " + " ".join(shlex.quote(a) for a in raw)
     try:
         md_path = run(args, command)
-    except (PunctInputError, ValueError) as err:
+    except PunctInputError as err:
         return report_error("report", err)
     print(f"report: tables and plots in {args.out_dir}, {md_path}")
     return 0

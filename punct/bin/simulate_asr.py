@@ -40,11 +40,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         shares = [float(x) for x in args.shares.split(",")]
+    except ValueError as err:
+        return report_error("simulate_asr", PunctInputError(f"--shares: {err}"))
+    try:
         summary = simulate_asr_set(Path(args.data_dir), Path(args.train_dir),
                                    Path(args.out_dir), args.wer, args.seed, shares,
                                    args.substitutes)
-    except ValueError as err:
-        return report_error("simulate_asr", PunctInputError(f"--shares: {err}"))
     except PunctInputError as err:
         return report_error("simulate_asr", err)
     print(f"simulate_asr: {summary['utterances']} utterances -> {args.out_dir}: WER "

@@ -153,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         report = run(args)
-    except (PunctInputError, ValueError) as err:
+    except PunctInputError as err:
         return report_error("train_benchmark", err)
     out = Path(args.out_dir)
     out.mkdir(parents=True, exist_ok=True)

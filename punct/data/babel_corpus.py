@@ -150,7 +150,7 @@ def split_recordings(recordings: Sequence[Recording], how: str,
                                        recordings[0].transcript.parents[2])
         return out
     if how != "paper":
-        raise ValueError(f"unknown split {how!r} (paper | pack)")
+        raise PunctInputError(f"unknown split {how!r} (paper | pack)")
     if len(recordings) < 3:
         raise MissingDataError(f"{len(recordings)} recordings; the paper split needs 3 or "
                                "more", recordings[0].transcript if recordings else None)

@@ -293,7 +293,7 @@ def blocks(words: Sequence[IwsltWord], size: int) -> list[Sequence[IwsltWord]]:
     where a sentence ends.
     """
     if size < 1:
-        raise ValueError(f"block size must be positive, got {size}")
+        raise PunctInputError(f"block size must be positive, got {size}")
     return [words[i:i + size] for i in range(0, len(words), size)]
 
 

@@ -38,7 +38,7 @@ def train_sentencepiece(lines: Sequence[str], out_dir: str | Path, vocab_size: i
                         model_type: str = "unigram") -> Path:
     """Train a sentencepiece model on ``lines``; returns ``<out_dir>/sp.model``."""
     if model_type not in MODEL_TYPES:
-        raise ValueError(f"model type {model_type!r} not in {MODEL_TYPES}")
+        raise PunctInputError(f"model type {model_type!r} not in {MODEL_TYPES}")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     model = io.BytesIO()

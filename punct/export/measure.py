@@ -18,6 +18,7 @@ import torch
 
 from punct.data.sequences import load_data_dir
 from punct.engine.decode import decide, decode_settings, hypothesis_rows, predict_words
+from punct.errors import PunctInputError
 from punct.export.backends import REFERENCE, backend_model, usable, write_record
 from punct.export.system import System, load_system
 from punct.score.metrics import score_tables
@@ -33,7 +34,7 @@ def measure_backends(system: System, data_dir: str | Path, names: list[str],
     """One record per backend in ``names`` (the first is the reference)."""
     for name in names:
         if name not in MEASURED:
-            raise ValueError(f"unknown backend {name!r} (known: {', '.join(MEASURED)})")
+            raise PunctInputError(f"unknown backend {name!r} (known: {', '.join(MEASURED)})")
     utts, seqs = load_data_dir(data_dir, system.label_set, system.streams)
     n_words = sum(len(s) for s in seqs)
     labels = system.label_set.labels

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from punct.errors import PunctInputError
 from punct.extras import require
 
 # espeak_EVENT_TYPE
@@ -289,9 +290,9 @@ class Engine:
 
 def _check_settings(rate: int, pitch: int) -> None:
     if not RATE_RANGE[0] <= rate <= RATE_RANGE[1]:
-        raise ValueError(f"rate {rate} outside {RATE_RANGE}")
+        raise PunctInputError(f"rate {rate} outside {RATE_RANGE}")
     if not PITCH_RANGE[0] <= pitch <= PITCH_RANGE[1]:
-        raise ValueError(f"pitch {pitch} outside {PITCH_RANGE}")
+        raise PunctInputError(f"pitch {pitch} outside {PITCH_RANGE}")
 
 
 def _in_child(work: Callable[[], SynthResult]) -> SynthResult:

@@ -89,9 +89,9 @@ def choose_setting(utt_id: str, seed: int, voices: Sequence[str] = DEFAULT_VOICE
     """The voice and rate of ``utt_id``, drawn uniformly with a generator seeded by
     (``seed``, utterance id); ``rates`` is an inclusive range."""
     if not voices:
-        raise ValueError("no voices to choose from")
+        raise PunctInputError("no voices to choose from")
     if rates[0] > rates[1]:
-        raise ValueError(f"empty rate range {rates}")
+        raise PunctInputError(f"empty rate range {rates}")
     rng = np.random.default_rng([seed, zlib.crc32(f"{utt_id}/voice".encode())])
     voice = voices[int(rng.integers(len(voices)))]
     rate = int(rng.integers(rates[0], rates[1] + 1))
@@ -117,7 +117,7 @@ def _spoken_form(form: str, sentence_start: bool) -> str:
 def spoken_pieces(rows: Sequence[WordRow], piece_words: int = PIECE_WORDS) -> list[Piece]:
     """The text of one utterance as eSpeak reads it (module docstring), in pieces."""
     if piece_words < 1:
-        raise ValueError(f"piece_words must be positive, got {piece_words}")
+        raise PunctInputError(f"piece_words must be positive, got {piece_words}")
     pieces: list[Piece] = []
     parts: list[str] = []
     count = 0
@@ -272,5 +272,5 @@ def parse_voices(text: str) -> tuple[str, ...]:
     """Comma-separated voice names (empty entries dropped; at least one)."""
     voices = tuple(v.strip() for v in text.split(",") if v.strip())
     if not voices or any(re.search(r"\s", v) for v in voices):
-        raise ValueError(f"expected comma-separated voice names, got {text!r}")
+        raise PunctInputError(f"expected comma-separated voice names, got {text!r}")
     return voices

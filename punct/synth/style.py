@@ -62,13 +62,14 @@ class SpeechStyle:
         for name in ("comma_no_pause", "sentence_no_pause", "hesitation"):
             value = getattr(self, name)
             if not 0.0 <= value <= 1.0:
-                raise ValueError(f"speech style: {name} must be a share in [0, 1], got {value}")
+                raise PunctInputError(f"speech style: {name} must be a share in [0, 1], "
+                                      f"got {value}")
         if not 0.0 <= self.rate_jitter < 1.0:
-            raise ValueError(f"speech style: rate_jitter must be in [0, 1), got "
-                             f"{self.rate_jitter}")
+            raise PunctInputError(f"speech style: rate_jitter must be in [0, 1), got "
+                                  f"{self.rate_jitter}")
         if self.short_pause_max < 0 or not 0 <= self.hesitation_min <= self.hesitation_max:
-            raise ValueError("speech style: need short_pause_max >= 0 and "
-                             "0 <= hesitation_min <= hesitation_max")
+            raise PunctInputError("speech style: need short_pause_max >= 0 and "
+                                  "0 <= hesitation_min <= hesitation_max")
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any], path: str | Path | None = None
@@ -201,7 +202,7 @@ def restyle(samples: np.ndarray, sample_rate: int, tokens: Sequence[Token],
             ) -> tuple[np.ndarray, list[TimedWord], list[Edit]]:
     """Apply ``style``'s pause edits to one utterance: (audio, word timings, edits)."""
     if len(tokens) != len(words):
-        raise ValueError(f"{utt_id}: {len(tokens)} tokens but {len(words)} timed words")
+        raise PunctInputError(f"{utt_id}: {len(tokens)} tokens but {len(words)} timed words")
     edits = plan_edits(tokens, words, sample_rate, style, rng_for(style, utt_id, "pauses"))
     audio, moved = apply_edits(samples, sample_rate, words, edits)
     duration = len(audio) / sample_rate

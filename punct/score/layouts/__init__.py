@@ -14,6 +14,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from punct.errors import PunctInputError
 from punct.registry import UnknownNameError, lookup, names
 from punct.score.tables import Table
 
@@ -28,8 +29,8 @@ def load_layout(name: str) -> ModuleType:
     try:
         return lookup("layout", name)
     except UnknownNameError:
-        raise ValueError(f"unknown table layout {name!r} "
-                         f"(known: autopunct, {', '.join(available_layouts())})") from None
+        raise PunctInputError(f"unknown table layout {name!r} "
+                              f"(known: autopunct, {', '.join(available_layouts())})") from None
 
 
 def layout_tables(name: str, scores: Sequence[dict[str, Any]]) -> list[Table]:
