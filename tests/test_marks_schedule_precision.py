@@ -343,3 +343,21 @@ def test_ratio_band_moves_a_starved_rare_mark_and_reports_ratios() -> None:
     assert tuned.ratios["A"] == pytest.approx(1.0) and tuned.ratios["C"] is None
     assert band_distance(np.array([1, 2, 4, 8]), 2).tolist() == pytest.approx(
         [0.0, 0.0, 0.0, np.log(2)])
+
+
+def test_marks_outside_the_band_on_the_grid_try_its_tails() -> None:
+    # B: the model rates it at most 0.02 (never above 0.05); C: 9 negatives at 0.96 flood
+    # it at every grid value up to 0.95. The tails bring both into the band.
+    n = 40
+    probs = np.zeros((n, 3))
+    ref = np.zeros((n, 3), dtype=bool)
+    probs[:20, 0], ref[:20, 0] = 0.9, True  # A: a well-behaved mark
+    probs[20:24, 1], ref[20:24, 1] = 0.02, True
+    probs[24:28, 1] = 0.004
+    probs[28:32, 2], ref[28:32, 2] = 0.99, True
+    probs[32:, 2] = 0.96
+    tuned = tune_thresholds(probs, ref, ["A", "B", "C"], min_support=3)
+    assert tuned.thresholds["B"] in (0.005, 0.01, 0.02)
+    assert tuned.thresholds["C"] in (0.97, 0.98, 0.99)
+    assert tuned.ratios["B"] == pytest.approx(1.0) and tuned.ratios["C"] == pytest.approx(1.0)
+    assert tuned.thresholds["A"] == 0.5  # a mark inside the band keeps the main grid

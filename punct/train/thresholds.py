@@ -7,9 +7,10 @@ default, so a tiny dev set cannot push rare marks into many false alarms).
 **No floods, no droughts.** A threshold may not buy dev micro-F1 by predicting a mark far
 more (or far less) often than the reference has it: each mark's candidate thresholds are
 restricted to those whose dev ratio predicted / reference lies in :data:`RATIO_BAND`
-(0.5-2). Where no grid value reaches the band, the one closest to it (in log ratio) is
-taken; a rare mark keeps its default unless that default lies outside the band. The
-ratios at the chosen thresholds are reported (``thresholds.json``, the training log). A mark trained
+(0.5-2). Where no grid value reaches the band, the tails (:data:`TAIL_GRID`, 0.005-0.03
+and 0.97-0.995) are tried too, and the value closest to the band (in log ratio) is taken;
+a rare mark keeps its default unless that default lies outside the band. The ratios at
+the chosen thresholds are reported (``thresholds.json``, the training log). A mark trained
 with a BCE ``pos_weight`` w has its sigmoid raised by log(w) in logit space, so its
 untuned default is the calibrated w / (1 + w), the point where the unweighted posterior
 is one half; otherwise a rare, heavily weighted mark (EXCLAMATION) outbids a frequent one
@@ -33,6 +34,9 @@ from punct.engine.combinations import constrained_marks
 from punct.engine.decode import THRESHOLDS_FILE
 
 GRID = np.round(np.arange(0.05, 0.951, 0.05), 2)
+TAIL_GRID = np.array([0.005, 0.01, 0.02, 0.03, 0.97, 0.98, 0.99, 0.995])
+"""Tried for a mark only when no value of ``GRID`` brings its dev ratio into the band (a
+mark the model rates very low, or one it floods even at 0.95)."""
 MIN_SUPPORT = 20
 """Marks seen fewer times in dev keep the default threshold."""
 RATIO_BAND = (0.5, 2.0)
@@ -155,17 +159,26 @@ def tune_thresholds(probs: np.ndarray, ref: np.ndarray, labels: Sequence[str],
             dist[i] = band_distance(np.array(hyp[:, k].sum()), int(support[k]), band)
         return f1, dist
 
+    def candidates(k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The grid for mark ``k`` (the current value first: ties keep it), extended by
+        the tails when no value of the main grid reaches the band, and its scores."""
+        grid = np.append(chosen[k], GRID)
+        f1, dist = scores(k, grid)
+        if dist.min() > 0:
+            tail_f1, tail_dist = scores(k, TAIL_GRID)
+            grid = np.append(grid, TAIL_GRID)
+            f1, dist = np.append(f1, tail_f1), np.append(dist, tail_dist)
+        return grid, f1, dist
+
     for _ in range(2):
         for k in tuned:
-            grid = np.append(chosen[k], GRID)  # the current value first: ties keep it
-            f1, dist = scores(k, grid)
+            grid, f1, dist = candidates(k)
             ok = dist <= dist.min() + 1e-12  # in the band, or as close to it as any
             chosen[k] = float(grid[int(np.argmax(np.where(ok, f1, -1.0)))])
     for k in rare:
         if support[k] == 0:
             continue
-        grid = np.append(chosen[k], GRID)
-        f1, dist = scores(k, grid)
+        grid, f1, dist = candidates(k)
         if dist[0] > 0:  # the default floods or starves the mark: move into the band
             ok = dist <= dist.min() + 1e-12
             chosen[k] = float(grid[int(np.argmax(np.where(ok, f1, -1.0)))])
