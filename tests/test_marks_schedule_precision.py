@@ -345,7 +345,7 @@ def test_ratio_band_moves_a_starved_rare_mark_and_reports_ratios() -> None:
         [0.0, 0.0, 0.0, np.log(2)])
 
 
-def test_marks_outside_the_band_on_the_grid_try_its_tails() -> None:
+def test_marks_outside_the_band_on_the_grid_try_tails_and_their_own_probabilities() -> None:
     # B: the model rates it at most 0.02 (never above 0.05); C: 9 negatives at 0.96 flood
     # it at every grid value up to 0.95. The tails bring both into the band.
     n = 40
@@ -361,3 +361,11 @@ def test_marks_outside_the_band_on_the_grid_try_its_tails() -> None:
     assert tuned.thresholds["C"] in (0.97, 0.98, 0.99)
     assert tuned.ratios["B"] == pytest.approx(1.0) and tuned.ratios["C"] == pytest.approx(1.0)
     assert tuned.thresholds["A"] == 0.5  # a mark inside the band keeps the main grid
+    # D: 10 negatives at 0.12 between the grid's 0.1 (15 predictions for 5 references)
+    # and 0.15 (2): its own probability 0.125 gives 5
+    probs = np.zeros((20, 1))
+    ref = np.zeros((20, 1), dtype=bool)
+    probs[:2, 0], probs[2:5, 0], probs[5:15, 0] = 0.5, 0.125, 0.12
+    ref[:5, 0] = True
+    tuned = tune_thresholds(probs, ref, ["D"], min_support=3)
+    assert tuned.thresholds["D"] == pytest.approx(0.125) and tuned.ratios["D"] == 1.0

@@ -8,7 +8,9 @@ default, so a tiny dev set cannot push rare marks into many false alarms).
 more (or far less) often than the reference has it: each mark's candidate thresholds are
 restricted to those whose dev ratio predicted / reference lies in :data:`RATIO_BAND`
 (0.5-2). Where no grid value reaches the band, the tails (:data:`TAIL_GRID`, 0.005-0.03
-and 0.97-0.995) are tried too, and the value closest to the band (in log ratio) is taken;
+and 0.97-0.995) and the mark's own dev probabilities that give as many predictions as
+references (and the band's edges) are tried too (:func:`band_thresholds`), and the value
+closest to the band (in log ratio) is taken;
 a rare mark keeps its default unless that default lies outside the band. The ratios at
 the chosen thresholds are reported (``thresholds.json``, the training log). A mark trained
 with a BCE ``pos_weight`` w has its sigmoid raised by log(w) in logit space, so its
@@ -23,6 +25,7 @@ have no thresholds.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,7 +39,7 @@ from punct.engine.decode import THRESHOLDS_FILE
 GRID = np.round(np.arange(0.05, 0.951, 0.05), 2)
 TAIL_GRID = np.array([0.005, 0.01, 0.02, 0.03, 0.97, 0.98, 0.99, 0.995])
 """Tried for a mark only when no value of ``GRID`` brings its dev ratio into the band (a
-mark the model rates very low, or one it floods even at 0.95)."""
+mark the model rates very low, or one it floods even at 0.95); see ``band_thresholds``."""
 MIN_SUPPORT = 20
 """Marks seen fewer times in dev keep the default threshold."""
 RATIO_BAND = (0.5, 2.0)
@@ -105,6 +108,18 @@ def _decisions(probs: np.ndarray, thresholds: np.ndarray,
             else constrained_marks(probs, thresholds, allowed))
 
 
+def band_thresholds(probs: np.ndarray, support: int, band: tuple[float, float] = RATIO_BAND
+                    ) -> np.ndarray:
+    """Thresholds tried for a mark that no ``GRID`` value brings into the band: the tails
+    (``TAIL_GRID``) and the mark's own dev probabilities at which it is predicted as often
+    as the reference has it, and at the band's edges (the k-th highest probability gives k
+    predictions, ties aside)."""
+    ranked = np.sort(np.asarray(probs, dtype=np.float64))[::-1]
+    counts = {support, math.ceil(band[0] * support), math.floor(band[1] * support)}
+    own = [ranked[c - 1] for c in sorted(counts) if 1 <= c <= len(ranked) and ranked[c - 1] > 0]
+    return np.unique(np.concatenate([TAIL_GRID, np.asarray(own, dtype=np.float64)]))
+
+
 def pred_ref_ratios(probs: np.ndarray, ref: np.ndarray, labels: Sequence[str],
                     thresholds: np.ndarray, allowed: np.ndarray | None = None
                     ) -> dict[str, float | None]:
@@ -160,14 +175,15 @@ def tune_thresholds(probs: np.ndarray, ref: np.ndarray, labels: Sequence[str],
         return f1, dist
 
     def candidates(k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The grid for mark ``k`` (the current value first: ties keep it), extended by
-        the tails when no value of the main grid reaches the band, and its scores."""
+        """The grid for mark ``k`` (the current value first: ties keep it), extended when
+        no value of the main grid reaches the band, and its scores."""
         grid = np.append(chosen[k], GRID)
         f1, dist = scores(k, grid)
         if dist.min() > 0:
-            tail_f1, tail_dist = scores(k, TAIL_GRID)
-            grid = np.append(grid, TAIL_GRID)
-            f1, dist = np.append(f1, tail_f1), np.append(dist, tail_dist)
+            extra = band_thresholds(probs[:, k], int(support[k]), band)
+            extra_f1, extra_dist = scores(k, extra)
+            grid = np.append(grid, extra)
+            f1, dist = np.append(f1, extra_f1), np.append(dist, extra_dist)
         return grid, f1, dist
 
     for _ in range(2):
