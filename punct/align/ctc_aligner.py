@@ -29,9 +29,10 @@ from typing import Any
 
 from punct.align.base import Aligner, AlignRequest, AlignResult, check_plausible
 from punct.align.ctc import CtcAlignError, CtcPath, viterbi, word_spans
-from punct.asr.ctc_model import CtcModel, resample
+from punct.asr.ctc_model import CtcModel
 from punct.data.timed import TimedWord
 from punct.errors import PunctInputError
+from punct.features.resample import resample
 
 
 @dataclass(frozen=True)

@@ -27,9 +27,10 @@ from collections.abc import Mapping
 import numpy as np
 import torch
 
-from punct.asr.ctc_model import CtcModel, resample
+from punct.asr.ctc_model import CtcModel
 from punct.data.timed import TimedWord
 from punct.errors import PunctInputError
+from punct.features.resample import resample
 
 #: Tokens that stand for a word boundary, whichever the vocabulary uses.
 DELIMITER_TOKENS = ("|", " ", "▁")

@@ -1,6 +1,6 @@
 """A wav2vec2 / MMS CTC acoustic model (Hugging Face id or local dir) with its vocabulary:
-windowed frame log-probabilities (:class:`CtcModel`), spelling words in its vocabulary
-(:func:`spell`) and resampling audio to its rate (:func:`resample`). Shared by the ``ctc``
+windowed frame log-probabilities (:class:`CtcModel`) and spelling words in its vocabulary
+(:func:`spell`); audio reaches its rate through ``punct.features.resample``. Shared by the ``ctc``
 aligner (:mod:`punct.align.ctc_aligner`, which describes the windowing and spelling) and
 the CTC recogniser (:mod:`punct.asr.ctc_asr`).
 """
@@ -18,7 +18,6 @@ import torch
 
 from punct.data.audio import AlignRequest
 from punct.errors import MissingDataError, PunctInputError
-from punct.extras import require
 
 
 def spell(word: str, vocab: Mapping[str, int], lower: bool) -> list[int] | None:
@@ -147,13 +146,3 @@ class CtcModel:
                 ids.append(delim)  # type: ignore[arg-type]
             seps.append(sep)
         return ids, counts, seps
-
-
-def resample(samples: np.ndarray, rate: int, target: int) -> np.ndarray:
-    """Float32 ``samples`` at ``rate`` Hz resampled to ``target`` Hz (polyphase)."""
-    if rate == target:
-        return samples.astype(np.float32, copy=False)
-    signal = require("scipy.signal", "align", "resampling audio")  # optional extra: scipy
-    g = math.gcd(rate, target)
-    out = signal.resample_poly(samples.astype(np.float64), target // g, rate // g)
-    return out.astype(np.float32)

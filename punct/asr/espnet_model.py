@@ -11,7 +11,6 @@ optional extra (``./setup.sh --with-espnet``), imported when a model is loaded.
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +21,7 @@ import yaml
 from punct.asr.espnet_env import import_espnet2
 from punct.data.timed import TimedWord
 from punct.errors import MissingDataError, PunctInputError
-from punct.extras import require
+from punct.features.resample import resample
 
 #: Parameter files tried in this order in a model directory (ESPnet's usual names).
 MODEL_FILE_NAMES = ("model.pth", "valid.acc.ave.pth", "valid.acc.best.pth",
@@ -61,16 +60,6 @@ def model_files(path: str | Path) -> tuple[Path, Path]:
     return config, params
 
 
-def resample(samples: np.ndarray, rate: int, target: int) -> np.ndarray:
-    """Mono float32 ``samples`` from ``rate`` to ``target`` Hz (polyphase)."""
-    if rate == target:
-        return samples.astype(np.float32, copy=False)
-    signal = require("scipy.signal", "espnet", "resampling audio")  # optional extra: scipy
-    g = math.gcd(rate, target)
-    out = signal.resample_poly(samples.astype(np.float64), target // g, rate // g)
-    return out.astype(np.float32)
-
-
 def frontend_rate(train_args: Any) -> int:
     """The sample rate the model's frontend expects (ESPnet's default: 16 kHz)."""
     conf = getattr(train_args, "frontend_conf", None) or {}
@@ -99,7 +88,7 @@ class EspnetCtc:
         """
         if not words:
             return []
-        x = resample(samples, rate, self.sample_rate)
+        x = resample(samples, rate, self.sample_rate, "espnet")
         duration = len(samples) / rate
         try:
             task = self.segmenter(x, list(words), fs=self.sample_rate, name=doc_id)
@@ -142,7 +131,7 @@ class EspnetAsr:
 
     def transcribe(self, samples: np.ndarray, rate: int) -> list[str]:
         """The best hypothesis' words of mono ``samples`` at ``rate`` Hz."""
-        x = resample(samples, rate, self.sample_rate)
+        x = resample(samples, rate, self.sample_rate, "espnet")
         with torch.inference_mode():
             results = self.speech2text(torch.from_numpy(x))
         if not results:
