@@ -367,8 +367,6 @@ def build_section(cls: type, values: Any, key: tuple[str, ...], origins: Origins
     name = _dotted(key)
     if values is None:
         values = {}
-    if dataclasses.is_dataclass(values) and isinstance(values, cls):
-        values = dataclasses.asdict(values)
     if not isinstance(values, dict):
         raise input_error(f"{name}: must be a mapping, got {values!r}", key, origins)
     hints = typing.get_type_hints(cls)

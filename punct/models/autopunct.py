@@ -116,7 +116,7 @@ class AutopunctModel(PunctCapModel):
         super().__init__(config, featurizer)
         opts: AutopunctOptions = config.model
         self.silence = make_silence(opts.silence, self.hidden_size)
-        bert = CustomBertOptions() if opts.custom_bert is True else opts.custom_bert
+        bert = opts.custom_bert  # a CustomBertOptions or None after AutopunctOptions.check
         self.custom_bert: CustomBert | None = None
         if bert:
             self.custom_bert = CustomBert(

@@ -74,10 +74,8 @@ def check_loss(loss: LossOptions, label_set: LabelSet, where: str = "model.loss"
 
 
 def check_loss_config(config: Config) -> None:
-    """``Family.check_config`` of a family whose ``model.loss`` is a ``LossOptions``."""
-    if config.label_set not in LABEL_SETS:
-        raise OptionError("label_set", f"unknown label set {config.label_set!r} (known: "
-                                       f"{', '.join(LABEL_SETS)})")
+    """``Family.check_config`` of a family whose ``model.loss`` is a ``LossOptions`` (the
+    label set is known: ``punct.config`` checks it first)."""
     check_loss(config.model.loss, LABEL_SETS[config.label_set])
 
 
