@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import soundfile
 
-from punct.align.asr_condition import build_asr_set
+from punct.align.asr_condition import build_asr_set, decode_job
 from punct.data.timed import END_OF_DOCUMENT_PAUSE, TimedWord
 from punct.errors import MissingDataError
 from punct.kaldi import read_kv, write_kv
@@ -132,3 +132,64 @@ def test_recognize_command_with_a_ctc_model(tmp_path: Path) -> None:
     assert summary["utterances"] == 2
     assert sorted(read_kv(out / "utt2lang")) == ["en-a", "en-b"]
     assert sorted(read_word_table(out / "ref_words.tsv")) == ["en-a", "en-b"]
+
+
+class Stateful(StandIn):
+    """A stand-in whose words depend on the audio it has seen before, as PocketSphinx's
+    live cepstral mean does; ``replay`` moves that state on without decoding."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen = 0
+        self.replayed: list[str] = []
+
+    def transcribe(self, samples: np.ndarray, rate: int, name: str = "audio") -> list[TimedWord]:
+        words = super().transcribe(samples, rate, name)
+        self.seen += 1
+        return [TimedWord(f"{w.word}{self.seen}", w.start, w.end) for w in words]
+
+    def replay(self, samples: np.ndarray, rate: int, name: str = "audio") -> None:
+        self.replayed.append(name.removeprefix("utterance "))
+        self.seen += 1
+
+
+def test_jobs_and_merge_give_the_one_process_set(tmp_path: Path) -> None:
+    from punct.bin import recognize
+
+    data = make_set(tmp_path / "test")
+    write_kv(data / "utt2lang", {"en-a": "en", "en-b": "en", "es-c": "en"})
+    HEARD["es-c"] = [("hola", 0.1, 0.5)]
+    try:
+        whole = build_asr_set(data, tmp_path / "one", Stateful(), "default")
+        out = tmp_path / "jobs"
+        jobs = [Stateful(), Stateful()]
+        for job, rec in enumerate(jobs, start=1):
+            assert decode_job(data, out, rec, job, 2) == (2 if job == 1 else 1)
+        assert decode_job(data, out, Stateful(), 1, 2) == -1  # done already
+        # split2: job 1 = en-a, es-c; job 2 = en-b (replayed by job 1, en-a by job 2)
+        assert [r.calls for r in jobs] == [["en-a", "es-c"], ["en-b"]]
+        assert [r.replayed for r in jobs] == [["en-b"], ["en-a"]]
+        assert recognize.main(["--data-dir", str(data), "--out-dir", str(out), "--asr",
+                               "pocketsphinx", "--merge", "--num-jobs", "2", "--quiet"]) == 0
+    finally:
+        del HEARD["es-c"]
+    for name in ("hyp.ctm", "words.tsv", "ref_words.tsv", "text", "wav.scp", "utt2spk"):
+        assert (out / name).read_bytes() == (tmp_path / "one" / name).read_bytes(), name
+    merged = json.loads((out / "asr.json").read_text())
+    assert merged["recognizer"] == "pocketsphinx" and merged["language"] == "en"
+    assert merged["wer"] == whole["wer"] and merged["audio_seconds"] == 6.0
+    assert recognize.main(["--data-dir", str(data), "--out-dir", str(tmp_path / "none"),
+                           "--merge", "--num-jobs", "2"]) == 2  # no job has run there
+
+
+def test_a_resumed_run_replays_what_it_skips(tmp_path: Path) -> None:
+    data = make_set(tmp_path / "test")
+    out = tmp_path / "test_asr"
+    build_asr_set(data, out, Stateful())
+    whole = (out / "hyp.ctm").read_text()
+    partial = out / "hyp.ctm.partial"
+    partial.write_text(partial.read_text().splitlines()[0] + "\n")
+    again = Stateful()
+    build_asr_set(data, out, again)
+    assert again.calls == ["en-b"] and again.replayed == ["en-a"]
+    assert (out / "hyp.ctm").read_text() == whole

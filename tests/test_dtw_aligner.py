@@ -14,6 +14,8 @@ from punct.align.base import AlignRequest, available_aligners, get_aligner
 from punct.align.dtw_aligner import (
     DtwAligner,
     DtwConfig,
+    _band_costs,
+    _energy,
     align_dtw,
     band_limits,
     banded_dtw,
@@ -22,7 +24,7 @@ from punct.align.dtw_aligner import (
     voice_for,
 )
 from punct.align.evaluate import evaluate
-from punct.align.vad import frame_log_energy
+from punct.align.vad import VadConfig, frame_log_energy
 from punct.data.textgrid import textgrid_words
 from punct.data.timed import TimedWord
 from punct.errors import PunctInputError
@@ -119,6 +121,90 @@ def test_banded_dtw_never_allocates_the_full_matrix():
     assert path.cols.tolist() == list(range(n)) and path.total == 0.0
     assert path.band_width == 201
     assert peak < 12 * 2**20  # measured ~4.5 MB (n x 201 int8 back-pointers + rows)
+
+
+def _reference_banded_dtw(cost: np.ndarray, stay: np.ndarray, lo: np.ndarray, width: int,
+                          skip: float) -> tuple[float, list[int]]:
+    """The banded recursion written out cell by cell (first smallest step wins)."""
+    n, m = cost.shape
+    acc = np.full((n, m), np.inf)
+    step = np.zeros((n, m), dtype=int)
+    acc[0, 0] = cost[0, 0]
+    for i in range(1, n):
+        for j in range(lo[i], lo[i] + width):
+            for s in (0, 1, 2):
+                if not lo[i - 1] <= j - s < lo[i - 1] + width:
+                    continue
+                c = acc[i - 1, j - s] + (stay[i, j] if s == 0 else cost[i, j])
+                c = c + skip if s == 2 else c
+                if c < acc[i, j]:
+                    acc[i, j], step[i, j] = c, s
+    cols, j = [], m - 1
+    for i in range(n - 1, -1, -1):
+        cols.append(j)
+        j -= step[i, j]
+    return float(acc[n - 1, m - 1]), cols[::-1]
+
+
+def _banded(cost: np.ndarray, stay: np.ndarray, lo: np.ndarray, width: int, skip: float):
+    return banded_dtw(cost.shape[0], cost.shape[1], lambda i, a, b: cost[i, a:b],
+                      lambda i, a, b, _d: stay[i, a:b], lo, width, skip)
+
+
+def test_vectorised_dtw_equals_the_cell_by_cell_recursion():
+    rng = np.random.default_rng(7)
+    for trial in range(60):
+        n = int(rng.integers(2, 40))
+        m = int(rng.integers(1, 2 * n))
+        # small integer costs make many exact ties: the tie-breaking must agree too
+        cost = rng.integers(0, 4, (n, m)).astype(float) if trial % 2 else rng.random((n, m))
+        stay = np.minimum(cost + 0.25, rng.integers(0, 3, (n, m)) * 0.5)
+        stay[rng.random((n, m)) < 0.05] = np.nan  # never taken, like +inf
+        centers = np.round(np.arange(n) * (m - 1) / max(n - 1, 1)
+                           + rng.integers(-3, 4, n)).astype(int)
+        lo, width = band_limits(centers, int(rng.integers(0, m + 1)), m)
+        skip = float(rng.choice([0.0, 0.25, 0.5]))
+        total, cols = _reference_banded_dtw(cost, np.where(np.isnan(stay), np.inf, stay),
+                                            lo, width, skip)
+        if not np.isfinite(total):
+            with pytest.raises(ValueError, match="no DTW path"):
+                _banded(cost, stay, lo, width, skip)
+            continue
+        path = _banded(cost, stay, lo, width, skip)
+        assert path.total == total and path.cols.tolist() == cols
+
+
+def test_band_costs_equal_the_row_by_row_costs_to_the_bit():
+    rng = np.random.default_rng(11)
+    n, m, dim = 300, 240, 26
+    x, y = rng.standard_normal((n, dim)), rng.standard_normal((m, dim))
+    silent = rng.random(n) < 0.3
+    absorb = 0.35 + 0.6 * (rng.random(m) < 0.5)
+    lo, width = band_limits(np.arange(n) * (m - 1) // (n - 1), 40, m)
+    block = _band_costs(x, y, lo, width, silent, absorb, 0.05)
+    scale = 1.0 / np.sqrt(dim)
+    xx, yy = (x * x).sum(axis=1), (y * y).sum(axis=1)
+    for r0, r1 in ((0, n), (0, 1), (17, 93), (299, 300)):
+        diag, stay = block(r0, r1)
+        for k, i in enumerate(range(r0, r1)):
+            a, b = lo[i], lo[i] + width
+            want = np.sqrt(np.maximum(xx[i] + yy[a:b] - 2.0 * (y[a:b] @ x[i]), 0.0)) * scale
+            want_stay = want + 0.05
+            if silent[i]:
+                want_stay = np.minimum(want_stay, absorb[a:b])
+            assert np.array_equal(diag[k], want) and np.array_equal(stay[k], want_stay)
+
+
+def test_energy_is_shared_between_configs_of_one_band():
+    rng = np.random.default_rng(5)
+    samples = rng.standard_normal(RATE)
+    base = VadConfig()
+    energy = frame_log_energy(samples, RATE, base)
+    same_band = VadConfig(max_range_db=25.0, min_pause=0.10)
+    assert _energy(samples, RATE, same_band, base, energy) is energy
+    other = VadConfig(low_hz=300.0)
+    assert np.array_equal(_energy(samples, RATE, other, base, energy),
+                          frame_log_energy(samples, RATE, other))
 
 
 # ----------------------------------------------------------------------------- features

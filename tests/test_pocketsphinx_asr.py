@@ -122,3 +122,22 @@ def test_restore_from_audio_errors(tiny_exp: Path, tmp_path: Path,
     soundfile.write(str(low), np.zeros(4000, np.float32), 4000)
     assert restore.main(["--exp-dir", str(tiny_exp), "--asr", "pocketsphinx", str(low)]) == 1
     assert "sample rate 4000 Hz" in capsys.readouterr().err
+
+
+def test_replay_leaves_the_decoder_as_decoding_does() -> None:
+    from punct.synth.espeak import get_engine
+
+    def speak(text: str) -> tuple[np.ndarray, int]:
+        res = get_engine().synthesize(text, "en-us", 160, 50)
+        return res.samples.astype(np.float32) / 32768.0, res.sample_rate
+
+    first = speak("the weather will be cold and windy in the north tomorrow morning")
+    second = speak("scientists found a new kind of fish in the deep sea near the coast")
+    decoding = PocketsphinxRecognizer()
+    decoding.transcribe(*first)
+    replaying = PocketsphinxRecognizer()
+    replaying.replay(*first)
+    fresh = PocketsphinxRecognizer().transcribe(*second)
+    after_replay = replaying.transcribe(*second)
+    assert after_replay == decoding.transcribe(*second)
+    assert after_replay != fresh  # the state carried over: replaying was needed

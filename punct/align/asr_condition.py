@@ -16,11 +16,19 @@
 
 Decoding resumes: each utterance's words are appended to ``hyp.ctm.partial`` (flushed)
 as soon as they are known, and a rerun skips the utterances already there.
+
+Jobs: :func:`decode_job` decodes the utterances of job J of the data dir's split
+(:mod:`punct.jobs_split`) into ``decoded.J`` and :func:`merge_asr_set` writes the set from
+all of them. A recogniser whose output depends on the audio it has seen before
+(PocketSphinx's live cepstral mean) has a ``replay`` method: the utterances before one
+that is decoded but not decoded here (other jobs', or already done by an interrupted
+run) are replayed, so every utterance is decoded as in one uninterrupted pass.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -29,13 +37,14 @@ from typing import Protocol
 import numpy as np
 
 from punct.atomic import atomic_write_text
-from punct.data.audio import load_requests
+from punct.data.audio import AlignRequest, load_requests
 from punct.data.ctm import write_ctm
 from punct.data.nonspeech import load_nonspeech_map
 from punct.data.projection import hyp_rows, project_utterance
 from punct.data.timed import TimedWord
 from punct.data.word_align import EditCounts
 from punct.errors import MissingDataError, PunctInputError
+from punct.jobs_split import finished_parts, job_items
 from punct.kaldi import (
     c_sorted,
     copy_set_markers,
@@ -82,21 +91,37 @@ def _read_partial(path: Path) -> dict[str, tuple[list[TimedWord], float, float]]
     return done
 
 
-def recognize_set(data_dir: Path, recognizer: Recognizer, partial: Path,
-                  progress: Callable[[str], None] | None = None
-                  ) -> tuple[dict[str, list[TimedWord]], float, float]:
-    """The timed words of every utterance of ``data_dir`` in the recogniser's language
-    (resuming from ``partial``), the seconds of audio and the seconds spent decoding."""
-    done = _read_partial(partial)
+Decoded = tuple[list[TimedWord], float, float]
+"""An utterance's words, seconds of audio and seconds spent decoding it."""
+
+
+def language_requests(data_dir: Path, name: str, language: str | None) -> list[AlignRequest]:
+    """The utterances of ``data_dir`` that recogniser ``name`` of ``language`` decodes."""
     requests = [r for r in load_requests(data_dir)
-                if recognizer.language is None or r.lang in (None, recognizer.language)]
+                if language is None or r.lang in (None, language)]
     if not requests:
-        raise MissingDataError(f"no utterance in language {recognizer.language!r} "
-                               f"for the {recognizer.name} recogniser", data_dir / "utt2lang")
+        raise MissingDataError(f"no utterance in language {language!r} "
+                               f"for the {name} recogniser", data_dir / "utt2lang")
+    return requests
+
+
+def _utt_id(request: AlignRequest) -> str:
+    return request.utt_id
+
+
+def _decode(requests: Sequence[AlignRequest], todo: set[str], recognizer: Recognizer,
+            partial: Path, done: dict[str, Decoded],
+            progress: Callable[[str], None] | None) -> None:
+    """Decode the ``todo`` utterances into ``done`` and ``partial``; the others before the
+    last of them are replayed when the recogniser keeps state across utterances."""
+    last = max((i for i, r in enumerate(requests) if r.utt_id in todo), default=-1)
+    replay = getattr(recognizer, "replay", None)
     partial.parent.mkdir(parents=True, exist_ok=True)
     with open(partial, "a", encoding="utf-8") as out:
-        for i, request in enumerate(requests):
-            if request.utt_id in done:
+        for i, request in enumerate(requests[: last + 1]):
+            if request.utt_id not in todo:
+                if replay is not None:
+                    replay(*request.load_audio(), f"utterance {request.utt_id}")
                 continue
             samples, rate = request.load_audio()
             start = time.perf_counter()
@@ -108,9 +133,44 @@ def recognize_set(data_dir: Path, recognizer: Recognizer, partial: Path,
             out.flush()
             if progress:
                 progress(f"{i + 1}/{len(requests)} {request.utt_id}: {len(words)} words")
-    kept = [done[r.utt_id] for r in requests]
-    return ({r.utt_id: done[r.utt_id][0] for r in requests},
+
+
+def _totals(decoded: dict[str, Decoded], requests: Sequence[AlignRequest]
+            ) -> tuple[dict[str, list[TimedWord]], float, float]:
+    kept = [decoded[r.utt_id] for r in requests]
+    return ({r.utt_id: decoded[r.utt_id][0] for r in requests},
             sum(k[1] for k in kept), sum(k[2] for k in kept))
+
+
+def recognize_set(data_dir: Path, recognizer: Recognizer, partial: Path,
+                  progress: Callable[[str], None] | None = None
+                  ) -> tuple[dict[str, list[TimedWord]], float, float]:
+    """The timed words of every utterance of ``data_dir`` in the recogniser's language
+    (resuming from ``partial``), the seconds of audio and the seconds spent decoding."""
+    done = _read_partial(partial)
+    requests = language_requests(data_dir, recognizer.name, recognizer.language)
+    todo = {r.utt_id for r in requests} - set(done)
+    _decode(requests, todo, recognizer, partial, done, progress)
+    return _totals(done, requests)
+
+
+def decode_job(data_dir: Path, out_dir: Path, recognizer: Recognizer, job: int,
+               num_jobs: int, progress: Callable[[str], None] | None = None) -> int:
+    """Decode job ``job``'s utterances (``<data-dir>/split<N>/<J>/ids``) in the recogniser's
+    language into ``<out-dir>/decoded.J`` (resuming from ``hyp.ctm.partial.J``); returns
+    the number decoded, -1 when the job was done already."""
+    final = out_dir / f"decoded.{job}"
+    if final.is_file():
+        return -1
+    requests = language_requests(data_dir, recognizer.name, recognizer.language)
+    mine = {r.utt_id for r in job_items(data_dir, load_requests(data_dir), _utt_id, job,
+                                        num_jobs)}
+    partial = out_dir / f"hyp.ctm.partial.{job}"
+    done = _read_partial(partial)
+    todo = {r.utt_id for r in requests if r.utt_id in mine} - set(done)
+    _decode(requests, todo, recognizer, partial, done, progress)
+    os.replace(partial, final)
+    return len(todo)
 
 
 def _subset_kv(path: Path, keep: Sequence[str]) -> dict[str, str]:
@@ -125,8 +185,39 @@ def build_asr_set(data_dir: Path, out_dir: Path, recognizer: Recognizer,
     summary written to ``asr.json`` is returned."""
     data_dir, out_dir = Path(data_dir), Path(out_dir)
     ref = read_word_table(data_dir / "words.tsv")
-    hyp_words, audio_s, decode_s = recognize_set(data_dir, recognizer,
-                                                 out_dir / "hyp.ctm.partial", progress)
+    decoded = recognize_set(data_dir, recognizer, out_dir / "hyp.ctm.partial", progress)
+    return write_asr_set(data_dir, out_dir, ref, decoded,
+                         (recognizer.name, recognizer.language), nonspeech)
+
+
+def merge_asr_set(data_dir: Path, out_dir: Path, name: str, language: str | None,
+                  num_jobs: int, nonspeech: str | None = None) -> dict[str, object]:
+    """:func:`build_asr_set` from the ``decoded.J`` of jobs 1..``num_jobs``
+    (:func:`decode_job`) of recogniser ``name`` serving ``language``."""
+    data_dir, out_dir = Path(data_dir), Path(out_dir)
+    ref = read_word_table(data_dir / "words.tsv")
+    requests = language_requests(data_dir, name, language)
+    decoded: dict[str, Decoded] = {}
+    for path in finished_parts(lambda job: out_dir / f"decoded.{job}", num_jobs):
+        for utt, record in _read_partial(path).items():
+            if utt in decoded:
+                raise PunctInputError(f"utterance {utt!r} decoded by two jobs", path)
+            decoded[utt] = record
+    missing = [r.utt_id for r in requests if r.utt_id not in decoded]
+    if missing:
+        raise MissingDataError(f"utterance {missing[0]!r} is in no job's output (the split "
+                               f"changed? rerun the jobs)", out_dir / "decoded.1")
+    return write_asr_set(data_dir, out_dir, ref, _totals(decoded, requests), (name, language),
+                         nonspeech)
+
+
+def write_asr_set(data_dir: Path, out_dir: Path, ref: dict[str, list[WordRow]],
+                  decoded: tuple[dict[str, list[TimedWord]], float, float],
+                  recognizer: tuple[str, str | None],
+                  nonspeech: str | None = None) -> dict[str, object]:
+    """Write the files of the ASR set (module docstring) from the decoded words, seconds of
+    audio and of decoding, for recogniser (name, language); returns the summary."""
+    hyp_words, audio_s, decode_s = decoded
     utts = c_sorted(hyp_words)
     ns_map = load_nonspeech_map(nonspeech)
     projected: dict[str, list[WordRow]] = {}
@@ -162,7 +253,7 @@ def build_asr_set(data_dir: Path, out_dir: Path, recognizer: Recognizer,
     wavs = read_wav_scp(data_dir / "wav.scp")
     write_kv(out_dir / "wav.scp", {r: wavs[r][0] for r in recos})
     summary: dict[str, object] = {
-        "recognizer": recognizer.name, "language": recognizer.language,
+        "recognizer": recognizer[0], "language": recognizer[1],
         "utterances": len(utts), **counts.as_dict(),
         "marks_moved": moved, "marks_dropped": dropped,
         "audio_seconds": round(audio_s, 3), "decode_seconds": round(decode_s, 3),

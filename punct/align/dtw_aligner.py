@@ -59,7 +59,6 @@ from punct.synth.mini import word_timings
 #: eSpeak NG voice per utt2lang code (others are passed to eSpeak as they are).
 DEFAULT_VOICES: tuple[tuple[str, str], ...] = (("en", "en-us"), ("es", "es"), ("eu", "eu"),
                                                ("hu", "hu"))
-_INT8_MAX_STEP = 2
 #: What eSpeak speaks for an unintelligible token (``(())``, ``<unk>``).
 UNINTELLIGIBLE_STAND_IN = "a"
 
@@ -136,6 +135,14 @@ def band_limits(centers: np.ndarray, radius: int, n_cols: int) -> tuple[np.ndarr
     return lo.astype(np.int64), width
 
 
+#: Band cells of costs computed at a time (two float64 blocks of 512 KiB).
+_BLOCK_CELLS = 1 << 16
+
+BlockCost = Callable[[int, int], tuple[np.ndarray, np.ndarray]]
+"""``(r0, r1) -> (diag, stay)``: the costs of rows ``r0..r1-1`` over their band columns,
+each of shape ``(r1 - r0, width)`` (see :func:`banded_dtw_blocks`)."""
+
+
 def banded_dtw(
     n_rows: int,
     n_cols: int,
@@ -152,57 +159,112 @@ def banded_dtw(
     returns the costs of row ``i`` for columns ``j0..j1-1``; ``stay_cost(i, j0, j1, diag)``
     those of staying (default: the diagonal costs). With ``lo``/``width`` only columns
     ``lo[i] .. lo[i] + width - 1`` of row ``i`` are considered (``lo`` non-decreasing);
-    memory is one int8 per band cell plus two rows of costs. Raises ValueError when no
-    path exists (e.g. ``n_cols > 2 * n_rows - 1`` or a band too narrow).
+    memory is one int8 per band cell plus a block of rows of costs. Raises ValueError when
+    no path exists (e.g. ``n_cols > 2 * n_rows - 1`` or a band too narrow).
     """
+    lo, width = _check_band(n_rows, n_cols, lo, width)
+    return banded_dtw_blocks(n_rows, n_cols, _row_blocks(diag_cost, stay_cost, lo, width),
+                             lo, width, skip_penalty)
+
+
+def _check_band(n_rows: int, n_cols: int, lo: np.ndarray | None,
+                width: int | None) -> tuple[np.ndarray, int]:
+    """The band (the full matrix when ``lo`` or ``width`` is None), validated."""
     if n_rows < 1 or n_cols < 1:
         raise ValueError("DTW needs at least one row and one column")
     if width is None or lo is None:
-        lo, width = np.zeros(n_rows, dtype=np.int64), n_cols
+        return np.zeros(n_rows, dtype=np.int64), n_cols
     if len(lo) != n_rows or not 1 <= width <= n_cols:
         raise ValueError("band: need one lo per row and 1 <= width <= n_cols")
     if np.any(np.diff(lo) < 0) or lo[0] != 0 or lo[-1] + width < n_cols:
         raise ValueError("band: lo must be non-decreasing, start at 0 and reach the last column")
+    return np.asarray(lo, dtype=np.int64), width
+
+
+def _row_blocks(diag_cost: Callable[[int, int, int], np.ndarray],
+                stay_cost: Callable[[int, int, int, np.ndarray], np.ndarray] | None,
+                lo: np.ndarray, width: int) -> BlockCost:
+    """Per-row cost callbacks as a :data:`BlockCost` (row 0 has no stay cost)."""
+
+    def block(r0: int, r1: int) -> tuple[np.ndarray, np.ndarray]:
+        diag = np.empty((r1 - r0, width))
+        stay = np.empty((r1 - r0, width))
+        for k, i in enumerate(range(r0, r1)):
+            j0 = int(lo[i])
+            diag[k] = diag_cost(i, j0, j0 + width)
+            stay[k] = diag[k] if stay_cost is None or i == 0 else \
+                stay_cost(i, j0, j0 + width, diag[k])
+        return diag, stay
+
+    return block
+
+
+def banded_dtw_blocks(n_rows: int, n_cols: int, block_cost: BlockCost, lo: np.ndarray,
+                      width: int, skip_penalty: float = 0.0) -> DtwPath:
+    """:func:`banded_dtw` with the costs of blocks of rows from ``block_cost`` (a valid
+    band: see :func:`_check_band`). The recursion runs row by row, vectorised over the
+    band; a NaN cost counts as +inf (never taken). Ties go to the smallest step."""
     back = np.zeros((n_rows, width), dtype=np.int8)
-    inf = np.inf
-    prev = np.full(width, inf)
-    first = diag_cost(0, 0, width)
-    prev[0] = first[0]  # the path starts at column 0
-    offsets = np.arange(width)
-    for i in range(1, n_rows):
-        j0 = int(lo[i])
-        shift = j0 - int(lo[i - 1])
-        diag = diag_cost(i, j0, j0 + width)
-        stay = diag if stay_cost is None else stay_cost(i, j0, j0 + width, diag)
-        best = np.full(width, inf)
-        step = np.zeros(width, dtype=np.int8)
-        for s in range(_INT8_MAX_STEP + 1):
-            src = offsets + shift - s  # index of column j - s in the previous row's band
-            ok = (src >= 0) & (src < width)
-            cand = np.full(width, inf)
-            cand[ok] = prev[src[ok]]
-            if s == 0:
-                cand = cand + stay
+    buf = np.full(2 * width + 4, np.inf)  # buf[2 + k]: previous row's cost at band column k
+    rows = max(1, _BLOCK_CELLS // width)
+    for r0 in range(0, n_rows, rows):
+        r1 = min(n_rows, r0 + rows)
+        diag, stay = (_nan_to_inf(c) for c in block_cost(r0, r1))
+        for k in range(r1 - r0):
+            i = r0 + k
+            if i == 0:
+                buf[2] = diag[0, 0]  # the path starts at column 0
             else:
-                cand = cand + diag + (skip_penalty if s == 2 else 0.0)
-            take = cand < best
-            best[take] = cand[take]
-            step[take] = s
-        back[i] = step
-        prev = best
+                _dtw_row(buf, diag[k], stay[k], int(lo[i] - lo[i - 1]), skip_penalty, back[i])
     end = n_cols - 1 - int(lo[-1])
-    total = float(prev[end])
+    total = float(buf[2 + end])
     if not math.isfinite(total):
         raise ValueError(f"no DTW path through the band ({n_rows} rows, {n_cols} columns, "
                          f"width {width})")
+    return DtwPath(_trace_back(back, lo, n_cols), total, width)
+
+
+def _nan_to_inf(costs: np.ndarray) -> np.ndarray:
+    """``costs`` with NaN as +inf (a copy only when there is a NaN)."""
+    if not math.isnan(float(costs.sum())):
+        return costs
+    return np.where(np.isnan(costs), np.inf, costs)
+
+
+def _dtw_row(buf: np.ndarray, diag: np.ndarray, stay: np.ndarray, shift: int,
+             skip_penalty: float, back_row: np.ndarray) -> None:
+    """One row of the recursion, in place: ``buf`` (the previous row's costs between two
+    leading and ``width + 2`` trailing infs) becomes this row's; ``back_row`` gets the steps.
+
+    Band column ``j`` of this row comes from band column ``j + shift - s`` of the previous
+    row (step ``s``); the first smallest candidate wins, as in a loop over s = 0, 1, 2.
+    """
+    w = len(diag)
+    base = min(shift, w + 2) + 2  # a larger shift only reads trailing infs
+    c0 = buf[base: base + w] + stay
+    c1 = buf[base - 1: base - 1 + w] + diag
+    c2 = buf[base - 2: base - 2 + w] + diag
+    c2 += skip_penalty
+    one = c1 < c0
+    best01 = np.minimum(c0, c1)
+    two = c2 < best01
+    np.minimum(best01, c2, out=buf[2: 2 + w])
+    back_row[...] = one
+    back_row[two] = 2
+
+
+def _trace_back(back: np.ndarray, lo: np.ndarray, n_cols: int) -> np.ndarray:
+    """The path's column per row, from the last row's last column back to row 0."""
+    n_rows = len(back)
     cols = np.empty(n_rows, dtype=np.int64)
     j = n_cols - 1
+    lo_list = lo.tolist()
     for i in range(n_rows - 1, -1, -1):
         cols[i] = j
-        j -= int(back[i, j - int(lo[i])])
+        j -= int(back[i, j - lo_list[i]])
     if cols[0] != 0:  # pragma: no cover - row 0 only allows column 0
         raise ValueError("DTW back-trace did not reach column 0")
-    return DtwPath(cols, total, width)
+    return cols
 
 
 def dtw_matrix(
@@ -301,14 +363,15 @@ def _speech_frames(samples: np.ndarray, rate: int, cfg: VadConfig) -> tuple[np.n
 
 
 def _fit_rendering(words: Sequence[str], voice: str, real_speech_s: float, config: DtwConfig,
-                   where: tuple[str | None, int | None]) -> tuple[Rendering, float]:
-    """Render at the base rate, then refit the rate to the real speech time."""
+                   where: tuple[str | None, int | None]) -> tuple[Rendering, float, np.ndarray]:
+    """Render at the base rate, then refit the rate to the real speech time; returns the
+    rendering, the first speech-time ratio and the rendering's ``config.vad`` energy."""
     wpm = config.base_rate
     rend = render(words, voice, wpm, config.pitch, where)
+    energy = frame_log_energy(rend.samples, rend.rate, config.vad)
     factor = 1.0
     for it in range(max(1, config.rate_iterations)):
-        rs = float(speech_mask(frame_log_energy(rend.samples, rend.rate, config.vad),
-                               config.vad).sum()) * frame_seconds(rend.rate)
+        rs = float(speech_mask(energy, config.vad).sum()) * frame_seconds(rend.rate)
         ratio = rs / max(real_speech_s, 1e-6)
         if it == 0:
             factor = ratio
@@ -319,7 +382,17 @@ def _fit_rendering(words: Sequence[str], voice: str, real_speech_s: float, confi
         if new == rend.wpm:
             break
         rend = render(words, voice, new, config.pitch, where)
-    return rend, factor
+        energy = frame_log_energy(rend.samples, rend.rate, config.vad)
+    return rend, factor, energy
+
+
+def _energy(samples: np.ndarray, rate: int, cfg: VadConfig, known: VadConfig,
+            known_energy: np.ndarray) -> np.ndarray:
+    """:func:`frame_log_energy` under ``cfg``: ``known_energy`` (computed under ``known``)
+    when both share the band and window, the only settings the energy depends on."""
+    if (cfg.low_hz, cfg.high_hz, cfg.window) == (known.low_hz, known.high_hz, known.window):
+        return known_energy
+    return frame_log_energy(samples, rate, cfg)
 
 
 def align_dtw(
@@ -343,7 +416,7 @@ def align_dtw(
     n_real = len(energy)
     if real_speech_s <= 0 or n_real < 2:
         return _fallback(words, duration, voice, "no speech detected in the audio")
-    rend, factor = _fit_rendering(words, voice, real_speech_s, config, where)
+    rend, factor, r_vad_energy = _fit_rendering(words, voice, real_speech_s, config, where)
     f = config.max_rate_factor
     mismatch = None
     if not 1.0 / f <= factor <= f:
@@ -351,7 +424,7 @@ def align_dtw(
                     f"(allowed 1/{f:g}..{f:g})")
     # frames: real (all), rendering (silences compressed)
     real_silent = ~speech_mask(energy, config.frame_vad)
-    r_energy = frame_log_energy(rend.samples, rend.rate, config.frame_vad)
+    r_energy = _energy(rend.samples, rend.rate, config.frame_vad, config.vad, r_vad_energy)
     r_speech = speech_mask(r_energy, config.frame_vad)
     kept = _compress_silence(~r_speech, config.render_keep_silence)
     high = min(config.mfcc.high_hz, rate / 2, rend.rate / 2)
@@ -394,7 +467,7 @@ def align_dtw(
                     f"{config.max_cost_ratio:g})")
     starts = np.searchsorted(path.cols, spans[:, 0], side="left")
     ends = np.searchsorted(path.cols, spans[:, 1], side="left")
-    pause_speech = speech_mask(frame_log_energy(samples, rate, config.pause_vad),
+    pause_speech = speech_mask(_energy(samples, rate, config.pause_vad, config.vad, energy),
                                config.pause_vad)
     times = _snap(starts, ends, pause_speech[:n_real], path.cols, spans, shift, config)
     out = [TimedWord(w, round(min(s, duration), 4), round(min(max(e, s), duration), 4))
@@ -416,33 +489,42 @@ def _band(real_speech: np.ndarray, rend_speech: np.ndarray, n_real: int, n_rend:
     return band_limits(np.minimum(centers, n_rend - 1), int(max(radius, 2)), n_rend)
 
 
-def _local_cost(x: np.ndarray, y: np.ndarray) -> Callable[[int, int, int], np.ndarray]:
-    """Euclidean distance / sqrt(dim) between real frame ``i`` and rendering frames a..b-1."""
+def _band_costs(x: np.ndarray, y: np.ndarray, lo: np.ndarray, width: int,
+                silent_row: np.ndarray, absorb: np.ndarray, stay_penalty: float) -> BlockCost:
+    """Costs of a block of rows over the band: Euclidean distance / sqrt(dim) between real
+    frame ``i`` and rendering frame ``j`` (diag); staying adds ``stay_penalty``, unless a
+    silent real frame is absorbed more cheaply (``absorb[j]``).
+
+    The dot products are taken one row at a time (``y[a:b] @ x[i]``, the same BLAS call
+    for every block size), so the costs do not depend on the blocking to the last bit.
+    """
     scale = 1.0 / math.sqrt(x.shape[1])
-    yy = (y * y).sum(axis=1)
+    yy = np.lib.stride_tricks.sliding_window_view((y * y).sum(axis=1), width)
     xx = (x * x).sum(axis=1)
+    absorb_rows = np.lib.stride_tricks.sliding_window_view(absorb, width)
 
-    def cost(i: int, a: int, b: int) -> np.ndarray:
-        d2 = xx[i] + yy[a:b] - 2.0 * (y[a:b] @ x[i])
-        return np.sqrt(np.maximum(d2, 0.0)) * scale
+    def block(r0: int, r1: int) -> tuple[np.ndarray, np.ndarray]:
+        starts = lo[r0:r1]
+        dots = np.empty((r1 - r0, width))
+        for k, (i, a) in enumerate(zip(range(r0, r1), starts.tolist(), strict=True)):
+            dots[k] = y[a: a + width] @ x[i]
+        d2 = xx[r0:r1, None] + yy[starts] - 2.0 * dots
+        diag = np.sqrt(np.maximum(d2, 0.0)) * scale
+        stay = diag + stay_penalty
+        silent = np.flatnonzero(silent_row[r0:r1])
+        stay[silent] = np.minimum(stay[silent], absorb_rows[starts[silent]])
+        return diag, stay
 
-    return cost
+    return block
 
 
 def _run_dtw(x: np.ndarray, y: np.ndarray, silent_row: np.ndarray, absorb: np.ndarray,
              x_speech: np.ndarray, y_speech: np.ndarray, config: DtwConfig) -> DtwPath:
     """The silence-aware banded DTW of real features ``x`` against rendered ``y``."""
-    diag_cost = _local_cost(x, y)
-    pen = config.stay_penalty
-
-    def stay_cost(i: int, a: int, b: int, diag: np.ndarray) -> np.ndarray:
-        stay = diag + pen
-        if silent_row[i]:
-            stay = np.minimum(stay, absorb[a:b])
-        return stay
-
     lo, width = _band(x_speech, y_speech, len(x), len(y), config)
-    return banded_dtw(len(x), len(y), diag_cost, stay_cost, lo, width, config.skip_penalty)
+    lo, width = _check_band(len(x), len(y), lo, width)
+    costs = _band_costs(x, y, lo, width, silent_row, absorb, config.stay_penalty)
+    return banded_dtw_blocks(len(x), len(y), costs, lo, width, config.skip_penalty)
 
 
 def _path_cost(x: np.ndarray, y: np.ndarray, cols: np.ndarray, rows: np.ndarray) -> float:

@@ -34,6 +34,9 @@ MIN_SAMPLE_RATE = 8000
 FRAME_RATE = 100  # the decoder's frames per second (10 ms)
 MAX_CHUNK_S = 40.0
 CUT_SEARCH_S = 10.0
+#: The cheap search of :meth:`PocketsphinxRecognizer.replay` (one keyphrase, no language model).
+REPLAY_SEARCH = "replay"
+REPLAY_KEYPHRASE = "oh"
 
 
 @dataclass(frozen=True)
@@ -91,6 +94,7 @@ class PocketsphinxRecognizer:
     def __init__(self, config: PocketsphinxAsrConfig | None = None):
         self.config = config or PocketsphinxAsrConfig()
         self._decoder: Any = None
+        self._replay_ready = False
 
     def _get_decoder(self) -> Any:
         if self._decoder is None:
@@ -109,9 +113,7 @@ class PocketsphinxRecognizer:
         decoder = self._get_decoder()
         words: list[TimedWord] = []
         for lo, hi in chunk_bounds(pcm):
-            decoder.start_utt()
-            decoder.process_raw(pcm[lo:hi].tobytes(), full_utt=True)
-            decoder.end_utt()
+            _process(decoder, pcm[lo:hi])
             offset = lo / SAMPLE_RATE
             for seg in decoder.seg():
                 word = _word(seg.word)
@@ -121,3 +123,31 @@ class PocketsphinxRecognizer:
                 end = round(offset + (seg.end_frame + 1) / FRAME_RATE, 3)
                 words.append(TimedWord(word, start, end))
         return words
+
+    def replay(self, samples: np.ndarray, rate: int, name: str = "audio") -> None:
+        """Pass audio through the decoder as :meth:`transcribe` does, for the state it
+        leaves behind only (the live cepstral mean carries from one utterance to the
+        next), with a one-keyphrase search instead of the language model (about 5x faster).
+
+        A job that decodes some utterances of a set replays the others before them, so
+        that each of its utterances is decoded exactly as in one pass over the whole set.
+        """
+        pcm = to_pcm16k(samples, rate, name)
+        decoder = self._get_decoder()
+        search = decoder.current_search()
+        if not self._replay_ready:
+            decoder.add_keyphrase(REPLAY_SEARCH, REPLAY_KEYPHRASE)
+            self._replay_ready = True
+        decoder.activate_search(REPLAY_SEARCH)
+        try:
+            for lo, hi in chunk_bounds(pcm):
+                _process(decoder, pcm[lo:hi])
+        finally:
+            decoder.activate_search(search)
+
+
+def _process(decoder: Any, pcm: np.ndarray) -> None:
+    """Decode one chunk of 16 kHz int16 audio as one PocketSphinx utterance."""
+    decoder.start_utt()
+    decoder.process_raw(pcm.tobytes(), full_utt=True)
+    decoder.end_utt()

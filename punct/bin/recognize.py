@@ -13,19 +13,33 @@ model), ``espnet`` (the ESPnet ASR model of ``--asr-model``, its words timed by 
 segmentation; ``./setup.sh --with-espnet``) and ``ctc`` (a wav2vec2/MMS CTC model of
 ``--asr-model``, greedy best path timed by its frames: :mod:`punct.asr.ctc_asr`); the
 last two serve the utterances of ``--language``.
+
+Parallel jobs (through the launcher), in the style of :mod:`punct.bin.align`::
+
+    python -m punct.bin.recognize --data-dir data/test --out-dir data/test_asr \
+        --asr pocketsphinx --job J --num-jobs N
+    python -m punct.bin.recognize --data-dir data/test --out-dir data/test_asr \
+        --asr pocketsphinx --merge --num-jobs N
+
+Job J decodes the utterances of ``<data-dir>/split<N>/<J>/ids`` into
+``<out-dir>/decoded.J`` (resumable, skipped when done); the merge writes the set from
+all of them. The words are those of the one-process run: PocketSphinx carries its
+cepstral mean from one utterance to the next, so a job replays the utterances before each
+of its own with a cheap search (:meth:`~punct.asr.pocketsphinx_asr.PocketsphinxRecognizer.replay`).
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from punct.align.asr_condition import build_asr_set
+from punct.align.asr_condition import build_asr_set, decode_job, merge_asr_set
 from punct.data.nonspeech import add_nonspeech_option
 from punct.errors import PunctInputError, report_error
-from punct.infer.asr import RECOGNIZERS, make_recognizer
+from punct.infer.asr import RECOGNIZERS, make_recognizer, recognizer_language
+from punct.jobs_split import add_job_options, check_job_options
 
 
 def parser() -> argparse.ArgumentParser:
@@ -43,26 +57,49 @@ def parser() -> argparse.ArgumentParser:
                         "(default: every utterance)")
     p.add_argument("--quiet", action="store_true", help="no per-utterance progress lines")
     add_nonspeech_option(p)
+    add_job_options(p, merge_help="write the set from the jobs' decoded.J")
     return p
 
 
+def run(args: argparse.Namespace, progress: Callable[[str], None] | None) -> str:
+    """Decode (one job, or everything and write the set) or merge; the summary line."""
+    data_dir, out_dir = Path(args.data_dir), Path(args.out_dir)
+    if args.merge:
+        summary = merge_asr_set(data_dir, out_dir, args.asr,
+                                recognizer_language(args.asr, args.language), args.num_jobs,
+                                args.nonspeech)
+        return _summary_line(args, summary)
+    recognizer = make_recognizer(args.asr, args.asr_model, language=args.language)
+    if args.job is None:
+        return _summary_line(args, build_asr_set(data_dir, out_dir, recognizer,
+                                                 args.nonspeech, progress))
+    n = decode_job(data_dir, out_dir, recognizer, args.job, args.num_jobs, progress)
+    state = "already done" if n < 0 else f"decoded {n} utterances"
+    return (f"recognize: job {args.job}/{args.num_jobs} ({args.asr}): {state} -> "
+            f"{out_dir / f'decoded.{args.job}'}")
+
+
+def _summary_line(args: argparse.Namespace, summary: dict) -> str:
+    wer = summary["wer"]
+    wer_text = f"{100 * wer:.1f}%" if isinstance(wer, float) else "n/a"
+    return (f"recognize: {summary['utterances']} utterances ({args.asr}) -> {args.out_dir}: "
+            f"WER {wer_text} (S {summary['sub']}, D {summary['del']}, I {summary['ins']}), "
+            f"real-time factor {summary['real_time_factor']}")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    p = parser()
+    args = p.parse_args(argv)
+    check_job_options(p, args)
 
     def progress(line: str) -> None:
         print(f"recognize: {line}", file=sys.stderr)
 
     try:
-        recognizer = make_recognizer(args.asr, args.asr_model, language=args.language)
-        summary = build_asr_set(Path(args.data_dir), Path(args.out_dir), recognizer,
-                                args.nonspeech, None if args.quiet else progress)
+        line = run(args, None if args.quiet else progress)
     except PunctInputError as err:
         return report_error("recognize", err)
-    wer = summary["wer"]
-    wer_text = f"{100 * wer:.1f}%" if isinstance(wer, float) else "n/a"
-    print(f"recognize: {summary['utterances']} utterances ({args.asr}) -> {args.out_dir}: "
-          f"WER {wer_text} (S {summary['sub']}, D {summary['del']}, I {summary['ins']}), "
-          f"real-time factor {summary['real_time_factor']}")
+    print(line)
     return 0
 
 

@@ -100,6 +100,12 @@ def make_recognizer(asr: str, model: str | Path | None = None, device: str = "cp
 RECOGNIZERS = ("pocketsphinx", "espnet", "ctc")
 
 
+def recognizer_language(asr: str, language: str | None = None) -> str | None:
+    """The utt2lang code of the utterances recogniser ``asr`` serves (None: all), without
+    loading it: English for pocketsphinx, else ``language``."""
+    return PocketsphinxRecognizer.language if asr == "pocketsphinx" else language
+
+
 class SpeechInput:
     """Transcribes audio files with a recogniser into documents (see module doc)."""
 

@@ -16,10 +16,8 @@ import contextlib
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from types import ModuleType
 from typing import Any
-
-import transformers
-from transformers import AutoModel
 
 from punct.errors import MissingDataError
 from punct.extras import require
@@ -75,6 +73,14 @@ def _offline_if_local(source: str) -> Iterator[None]:
             os.environ["HF_HUB_OFFLINE"] = old
 
 
+def _transformers() -> ModuleType:
+    """``transformers``, imported on first use: the commands that import this module
+    only for wav2vec 2.0 (make_fbank) do not pay its import (1-3 s) for the fbank stream."""
+    import transformers  # heavy, not needed by every command: 1-3 s, make_fbank skips it
+
+    return transformers
+
+
 def _missing(source: str, what: str, err: Exception) -> MissingDataError:
     return MissingDataError(
         f"cannot load the {what} of encoder {source!r} ({type(err).__name__}: {err}); "
@@ -88,7 +94,7 @@ def load_pretrained(auto_class: str, name: str | os.PathLike[str] | None, what: 
     source = resolve_encoder(name)
     with _offline_if_local(source):
         try:
-            return getattr(transformers, auto_class).from_pretrained(source)
+            return getattr(_transformers(), auto_class).from_pretrained(source)
         except (OSError, ValueError) as err:
             raise _missing(source, what, err) from err
 
@@ -114,4 +120,4 @@ def encoder_from_config(directory: str | os.PathLike[str]) -> Any:
     Used when a trained checkpoint (which holds all weights) is decoded on a machine
     that no longer has the pretrained encoder.
     """
-    return AutoModel.from_config(load_encoder_config(directory))
+    return _transformers().AutoModel.from_config(load_encoder_config(directory))
