@@ -249,6 +249,29 @@ def test_decode_cli_writes_hypothesis_and_record(tiny_exp: tuple[Path, Path], tm
     assert len((out / "text").read_text().splitlines()) == len(ref)
 
 
+def test_decode_cli_several_sets_in_one_call(tiny_exp: tuple[Path, Path], tmp_path: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """One process decodes each --data-dir into its --out-dir, each as a call of its own."""
+    exp, data = tiny_exp
+    half = tmp_path / "half"
+    rows = read_word_table(data / "words.tsv")
+    write_word_table(half / "words.tsv", dict(list(rows.items())[: len(rows) // 2]))
+    common = ["--exp-dir", str(exp), "--num-threads", "1", "--quiet"]
+    assert decode_cli.main([*common, "--data-dir", str(data), "--out-dir", str(tmp_path / "a"),
+                            "--data-dir", str(half), "--out-dir", str(tmp_path / "b")]) == 0
+    assert decode_cli.main([*common, "--data-dir", str(half),
+                            "--out-dir", str(tmp_path / "b1")]) == 0
+    assert capsys.readouterr().out.count("words/s") == 3
+    assert (tmp_path / "b" / "words.tsv").read_text() == (tmp_path / "b1" / "words.tsv").read_text()
+    both = json.loads((tmp_path / "a" / "decode.json").read_text())
+    one = json.loads((tmp_path / "b" / "decode.json").read_text())
+    assert both["data_dir"] == str(data) and one["data_dir"] == str(half)
+    assert both["words"] == sum(len(r) for r in rows.values()) > one["words"]
+    assert decode_cli.main([*common, "--data-dir", str(data), "--data-dir", str(half),
+                            "--out-dir", str(tmp_path / "c")]) == 1
+    assert "2 --data-dir but 1 --out-dir" in capsys.readouterr().err
+
+
 def test_decode_matches_python_api(tiny_exp: tuple[Path, Path], tmp_path: Path) -> None:
     from punct.engine.decode import load_experiment
 

@@ -120,6 +120,24 @@ def test_driver_needs_a_recipe_dir(tmp_path: Path) -> None:
     assert not (tmp_path / "exp").exists()
 
 
+def test_driver_pool_runs_systems_at_once_and_names_the_failed_ones(tmp_path: Path) -> None:
+    """Stage 4 with two job slots: both trainings start (their logs exist), both fail on a
+    missing training set, and the driver exits naming both, without a done marker."""
+    tiny = ROOT / "conf" / "model" / "tiny"
+    env = dict(os.environ, PUNCT_RECIPE_DIR=str(tmp_path))
+    proc = subprocess.run(
+        ["bash", str(ROOT / "utils" / "stage_driver.sh"), "--stage", "4", "--stop-stage", "4",
+         "--model-conf-dir", str(tiny), "--baseline-systems", "brnn_text prosodic_pp",
+         "--train-set", "nope", "--system-jobs", "2", "--num-threads", "2"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "training failed: brnn_text prosodic_pp" in proc.stdout
+    for system in ("brnn_text", "prosodic_pp"):
+        log = (tmp_path / "exp" / system / "log" / "train.log").read_text()
+        assert "--num-threads 1" in log and "data/nope" in log
+    assert not (tmp_path / ".stages" / "4.done").exists()
+
+
 def test_recipes_call_the_driver() -> None:
     recipes = sorted(ROOT.glob("egs/*/punct1/run.sh"))
     assert len(recipes) >= 6

@@ -34,7 +34,7 @@ def run_recipe(recipe: Path, *args: str) -> subprocess.CompletedProcess:
          "--transformer-systems", "autopunct_text autopunct_dg unipunc",
          "--report-layouts", "autopunct moro unipunc",
          "--pause-twins", "brnn_pause:brnn_text autopunct_dg:autopunct_text",
-         "--asr", "pocketsphinx", "--num-threads", "1",
+         "--asr", "pocketsphinx", "--num-threads", "1", "--system-jobs", "2",
          "--export-dir", "exp/export/mini", "--export-systems", "brnn_text autopunct_text",
          *args],
         cwd=recipe, env=env, capture_output=True, text=True, timeout=3000,

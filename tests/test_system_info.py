@@ -36,3 +36,19 @@ def test_unknown_family_names_the_config(tmp_path: Path,
     bad.write_text("family: nope\nlabel_set: iwslt4\n", encoding="utf-8")
     assert system_info.main(["--query", "family", "--config", str(bad)]) == 1
     assert str(bad) in capsys.readouterr().err
+
+
+def test_waves_order_systems_after_the_one_they_start_from(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # tiny brnn_pause starts from exp/brnn_text: a later wave; prosodic_pp has no init_from
+    assert ask("waves", capsys, ["brnn_pause", "prosodic_pp", "brnn_text"]) == [
+        "prosodic_pp brnn_text", "brnn_pause"]
+    # the system it starts from is not in this run (trained in an earlier stage): one wave
+    assert ask("waves", capsys, ["brnn_pause", "prosodic_pp"]) == ["brnn_pause prosodic_pp"]
+
+
+def test_waves_chain_and_cycle() -> None:
+    inits = {"c": "exp/b", "b": "exp/a", "a": None, "d": "/elsewhere/model"}
+    assert system_info.training_waves(inits) == [["a", "d"], ["b"], ["c"]]
+    with pytest.raises(system_info.PunctInputError, match="cycle among x, y"):
+        system_info.training_waves({"x": "exp/y", "y": "exp/x"})

@@ -26,8 +26,9 @@ stage=0                     # first stage to run
 stop_stage=7                # last stage to run
 force=false                 # rerun stages that are already done
 nj=2                        # parallel jobs for synthesis, alignment, decoding
-num_threads=2               # CPU threads per training/decoding job
+num_threads=2               # CPU threads of stages 4-6: one job with all of them, or --system-jobs jobs sharing them
 ngpu=0                      # GPUs per training job (0 = CPU); N > 1 = N data-parallel processes
+system_jobs=auto            # systems trained/decoded at once in stages 4-6 (auto: --num-threads on CPU, 1 on GPU)
 train_set=train             # training set (data/<set>)
 dev_set=dev                 # validation set: model selection and early stopping
 system_dev_sets=""          # "system:set ...": systems selected on another validation set (e.g. nagy_asr:dev_asrsim)
@@ -125,23 +126,73 @@ dev_set_of() {
   done
   echo "$dev_set"
 }
-train_systems() {
-  local sys
-  for sys in "$@"; do
-    if [ -f "exp/$sys/.done" ] && ! $force; then log "  $sys: trained already"; continue; fi
-    # An interrupted or preempted training (exit 75) continues from its last checkpoint.
-    local resume=()
-    if [ -f "exp/$sys/last.pt" ] && ! $force; then
-      resume=(--resume); log "  $sys: resuming from exp/$sys/last.pt"
-    fi
-    # shellcheck disable=SC2154
-    $train_cmd --num-threads "$num_threads" --gpu "$ngpu" "exp/$sys/log/train.log" \
-      python -m punct.bin.train --config "$(conf_for "$sys")" \
-        --train-dir "data/$train_set" --dev-dir "data/$(dev_set_of "$sys")" --exp-dir "exp/$sys" \
-        --num-threads "$num_threads" --ngpu "$ngpu" "${resume[@]+"${resume[@]}"}"
-    touch "exp/$sys/.done"
-    log "  $sys: $(tail -n 4 "exp/$sys/train.log" | grep -m1 -i 'best' || echo trained)"
+# ---- the job pool of stages 4-6: up to $system_jobs systems at once, $job_threads threads each
+if [ "$system_jobs" = auto ]; then
+  if [ "$ngpu" -gt 0 ]; then system_jobs=1; else system_jobs=$num_threads; fi
+fi
+[ "$system_jobs" -ge 1 ] 2>/dev/null || { echo "stage_driver.sh: --system-jobs must be auto or >= 1" >&2; exit 1; }
+job_threads=$(( num_threads / system_jobs ))
+[ "$job_threads" -ge 1 ] || job_threads=1
+pool_pids=() pool_names=() pool_failed=()
+# pool_collect LIMIT: wait until fewer than LIMIT pooled jobs run; records the failed ones.
+pool_collect() {
+  local i pids=() names=()
+  while :; do
+    pids=() names=()
+    for i in "${!pool_pids[@]}"; do
+      if kill -0 "${pool_pids[$i]}" 2>/dev/null; then
+        pids+=("${pool_pids[$i]}"); names+=("${pool_names[$i]}")
+      elif ! wait "${pool_pids[$i]}"; then
+        pool_failed+=("${pool_names[$i]}")
+      fi
+    done
+    pool_pids=("${pids[@]+"${pids[@]}"}") pool_names=("${names[@]+"${names[@]}"}")
+    [ "${#pool_pids[@]}" -lt "$1" ] && return 0
+    sleep 1
   done
+}
+# pool_run NAME COMMAND...: COMMAND in the background once a slot is free (in the
+# foreground with one slot).
+pool_run() {
+  local name=$1
+  shift
+  if [ "$system_jobs" -eq 1 ]; then "$@"; return; fi
+  pool_collect "$system_jobs"
+  "$@" &
+  pool_pids+=("$!") pool_names+=("$name")
+}
+# pool_wait WHAT: wait for every pooled job; exit naming the failed ones.
+pool_wait() {
+  pool_collect 1
+  [ "${#pool_failed[@]}" -eq 0 ] && return 0
+  log "$1 failed: ${pool_failed[*]} (see exp/<system>/log/)"
+  exit 1
+}
+
+train_one() {
+  local sys=$1 resume=()
+  if [ -f "exp/$sys/.done" ] && ! $force; then log "  $sys: trained already"; return; fi
+  # An interrupted or preempted training (exit 75) continues from its last checkpoint.
+  if [ -f "exp/$sys/last.pt" ] && ! $force; then
+    resume=(--resume); log "  $sys: resuming from exp/$sys/last.pt"
+  fi
+  # shellcheck disable=SC2154
+  $train_cmd --num-threads "$job_threads" --gpu "$ngpu" "exp/$sys/log/train.log" \
+    python -m punct.bin.train --config "$(conf_for "$sys")" \
+      --train-dir "data/$train_set" --dev-dir "data/$(dev_set_of "$sys")" --exp-dir "exp/$sys" \
+      --num-threads "$job_threads" --ngpu "$ngpu" "${resume[@]+"${resume[@]}"}"
+  touch "exp/$sys/.done"
+  log "  $sys: $(tail -n 4 "exp/$sys/train.log" | grep -m1 -i 'best' || echo trained)"
+}
+# train_systems SYSTEM...: wave by wave (a system after the one its init_from names), the
+# systems of a wave through the pool.
+train_systems() {
+  local wave sys
+  [ $# -gt 0 ] || return 0
+  while read -r wave; do
+    for sys in $wave; do pool_run "$sys" train_one "$sys"; done
+    pool_wait training
+  done < <(system_info waves "$@")
 }
 
 if stage_begin 0 "data: download or synthesise the $corpus corpus"; then
@@ -193,8 +244,15 @@ if stage_begin 2 "align: word timings and pauses ($aligner)"; then
       asr_opts=()
       [ -n "$asr_model" ] && asr_opts+=(--asr-model "$asr_model")
       [ -n "$asr_language" ] && asr_opts+=(--language "$asr_language")
+      # nj jobs, each decoding its share as the one pass over the set would; then merged
+      python -m punct.bin.split_data --data-dir "data/$set" --num-jobs "$nj"
+      $cpu_cmd JOB=1:"$nj" "log/recognize_$set.JOB.log" \
+        python -m punct.bin.recognize --data-dir "data/$set" --out-dir "data/${set}_asr" \
+          --asr "$asr" --nonspeech "$nonspeech" --quiet --job JOB --num-jobs "$nj" \
+          "${asr_opts[@]+"${asr_opts[@]}"}"
       python -m punct.bin.recognize --data-dir "data/$set" --out-dir "data/${set}_asr" \
-        --asr "$asr" --nonspeech "$nonspeech" --quiet "${asr_opts[@]+"${asr_opts[@]}"}"
+        --asr "$asr" --nonspeech "$nonspeech" --quiet --merge --num-jobs "$nj" \
+        "${asr_opts[@]+"${asr_opts[@]}"}"
     done
   fi
   stage_end 2 align
@@ -268,6 +326,30 @@ if stage_begin 5 "transformer systems: $transformer_systems"; then
   stage_end 5 transformers
 fi
 
+# decode_and_score SYSTEM SET...: decode the sets with the system (one process, the model
+# loaded once) and score each.
+decode_and_score() {
+  local sys=$1 set out ref ls_opt pairs=()
+  shift
+  for set in "$@"; do pairs+=(--data-dir "data/$set" --out-dir "exp/$sys/decode_$set"); done
+  # shellcheck disable=SC2154
+  $decode_cmd --num-threads "$job_threads" "exp/$sys/log/decode.log" \
+    python -m punct.bin.decode --exp-dir "exp/$sys" "${pairs[@]}" --num-threads "$job_threads"
+  for set in "$@"; do
+    out=exp/$sys/decode_$set
+    # A test set may name the label set it is scored with (e.g. the full-mark reference).
+    ls_opt=()
+    [ -f "data/$set/score_label_set" ] && ls_opt=(--label-set "$(cat "data/$set/score_label_set")")
+    # An ASR twin is scored against the reference words (aligned, with WER).
+    ref=data/$set/words.tsv
+    if [ -f "data/$set/ref_words.tsv" ]; then ref=data/$set/ref_words.tsv; fi
+    python -m punct.bin.score --ref "$ref" --hyp "$out/words.tsv" \
+      --utt2lang "data/$set/utt2lang" --decode-info "$out/decode.json" \
+      --system "$sys" --test-set "$set" --out "$out/scores.json" --nonspeech "$nonspeech" \
+      "${ls_opt[@]+"${ls_opt[@]}"}"
+  done
+}
+
 if stage_begin 6 "decode, score and report"; then
   # Systems whose family needs audio for every utterance skip the <set>_mixed sets.
   # shellcheck disable=SC2086
@@ -278,24 +360,10 @@ if stage_begin 6 "decode, score and report"; then
       *" $sys "*) sets="$test_sets $(mixed_sets)" ;;
       *) sets=$(for s in $test_sets; do [ -f "data/$s/withheld" ] || echo "$s"; done) ;;
     esac
-    for set in $sets; do
-      out=exp/$sys/decode_$set
-      # shellcheck disable=SC2154
-      $decode_cmd --num-threads "$num_threads" "$out/decode.log" \
-        python -m punct.bin.decode --exp-dir "exp/$sys" --data-dir "data/$set" --out-dir "$out" \
-          --num-threads "$num_threads"
-      # A test set may name the label set it is scored with (e.g. the full-mark reference).
-      ls_opt=()
-      [ -f "data/$set/score_label_set" ] && ls_opt=(--label-set "$(cat "data/$set/score_label_set")")
-      # An ASR twin is scored against the reference words (aligned, with WER).
-      ref=data/$set/words.tsv
-      if [ -f "data/$set/ref_words.tsv" ]; then ref=data/$set/ref_words.tsv; fi
-      python -m punct.bin.score --ref "$ref" --hyp "$out/words.tsv" \
-        --utt2lang "data/$set/utt2lang" --decode-info "$out/decode.json" \
-        --system "$sys" --test-set "$set" --out "$out/scores.json" --nonspeech "$nonspeech" \
-        "${ls_opt[@]+"${ls_opt[@]}"}"
-    done
+    # shellcheck disable=SC2086
+    pool_run "$sys" decode_and_score "$sys" $sets
   done
+  pool_wait decoding
   pp_systems=()
   # shellcheck disable=SC2086
   for sys in $(system_info pr_curves $baseline_systems $transformer_systems); do

@@ -1,7 +1,9 @@
-"""Decode a data dir with a trained system: ``python -m punct.bin.decode --exp-dir exp/X
+"""Decode data dirs with a trained system: ``python -m punct.bin.decode --exp-dir exp/X
 --data-dir data/test --out-dir exp/X/decode_test [--num-threads N]``.
 
-Writes ``words.tsv`` (hypothesis word table), ``text`` (utt_id + restored text),
+``--data-dir``/``--out-dir`` may be repeated (paired in order): the model is loaded once
+and decodes each set in turn, as stage 6 does for every set of a system. Each out dir gets
+``words.tsv`` (hypothesis word table), ``text`` (utt_id + restored text),
 ``probs.npz`` (per-word mark probabilities, and cap probabilities when modelled) and
 ``decode.json`` (words/s, device, batch size, window, stride, ``cap_modelled``,
 ``constraints`` and the ``violations`` of the document rules counted on the output).
@@ -10,6 +12,7 @@ Writes ``words.tsv`` (hypothesis word table), ``text`` (utt_id + restored text),
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -20,6 +23,8 @@ import torch
 from punct.atomic import atomic_write_text
 from punct.data.sequences import load_data_dir
 from punct.engine.decode import (
+    DecodeSettings,
+    Experiment,
     decide,
     decode_info,
     decode_settings,
@@ -41,8 +46,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m punct.bin.decode", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--exp-dir", required=True, help="trained experiment directory")
-    parser.add_argument("--data-dir", required=True, help="data dir with words.tsv")
-    parser.add_argument("--out-dir", required=True, help="where the hypothesis is written")
+    parser.add_argument("--data-dir", required=True, action="append",
+                        help="data dir with words.tsv (repeat for several sets)")
+    parser.add_argument("--out-dir", required=True, action="append",
+                        help="where the hypothesis is written (one per --data-dir)")
     parser.add_argument("--checkpoint", default="best", choices=("best", "last"))
     parser.add_argument("--num-threads", type=int, default=None,
                         help="torch threads (default: $OMP_NUM_THREADS, else torch's default)")
@@ -69,8 +76,11 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def run(args: argparse.Namespace) -> dict:
-    """Decode and write the outputs; return the decode record."""
+def run(args: argparse.Namespace) -> list[dict]:
+    """Decode every ``--data-dir`` into its ``--out-dir``; return their decode records."""
+    if len(args.data_dir) != len(args.out_dir):
+        raise PunctInputError(f"{len(args.data_dir)} --data-dir but {len(args.out_dir)} "
+                              "--out-dir: give one out dir per data dir")
     device = pick_device(args.device)
     exp = load_experiment(args.exp_dir, args.checkpoint, device)
     cfg = exp.config
@@ -78,8 +88,6 @@ def run(args: argparse.Namespace) -> dict:
                          per_token=args.per_token, batch_size=args.batch_size,
                          aggregate=args.aggregate, bf16=args.bf16, threshold=args.threshold,
                          constraints=args.constraints)
-    window, stride, batch_size = st.window, st.stride, st.batch_size
-    aggregate, bf16, threshold = st.aggregate, st.bf16, st.threshold
     label_set = get_label_set(cfg.label_set)
     model, backend = exp.model, args.backend
     if backend != "torch":
@@ -89,17 +97,35 @@ def run(args: argparse.Namespace) -> dict:
             backend = choose_backend(system, device, args.bf16 or cfg.decode.bf16,
                 args.bf16 not in (None, "auto"), args.checkpoint).backend
         if backend != "torch":
-            model, device, bf16 = backend_model(system, backend), torch.device("cpu"), False
-    utts, seqs = load_data_dir(args.data_dir, label_set, cfg.streams)
-    pred = predict_words(model, exp.featurizer, seqs, window, stride, batch_size, bf16,
-                         aggregate, device, progress=not args.quiet and sys.stderr.isatty(),
+            model, device = backend_model(system, backend), torch.device("cpu")
+            st = dataclasses.replace(st, bf16=False)
+    records = []
+    for data_dir, out_dir in zip(args.data_dir, args.out_dir, strict=True):
+        info = decode_set(exp, model, st, device, Path(data_dir), Path(out_dir),
+                          progress=not args.quiet and sys.stderr.isatty())
+        info.update({"exp_dir": str(args.exp_dir), "checkpoint": args.checkpoint,
+                     "backend": backend})
+        atomic_write_text(Path(out_dir) / "decode.json", json.dumps(info, indent=2) + "\n")
+        records.append(info)
+    return records
+
+
+def decode_set(exp: Experiment, model: torch.nn.Module, st: DecodeSettings,
+               device: torch.device, data_dir: Path, out_dir: Path,
+               progress: bool) -> dict:
+    """Decode one data dir into ``out_dir``; return its decode record (without the
+    experiment's fields, which the caller adds)."""
+    cfg = exp.config
+    label_set = get_label_set(cfg.label_set)
+    utts, seqs = load_data_dir(data_dir, label_set, cfg.streams)
+    pred = predict_words(model, exp.featurizer, seqs, st.window, st.stride, st.batch_size,
+                         st.bf16, st.aggregate, device, progress=progress,
                          exclusive=st.exclusive)
     # utterances cut out of a stream do not end a document: no final mark required there
     mid_stream = not all(s.ends_document for s in seqs)
-    marks, caps = decide(pred, seqs, label_set.labels, threshold, st.exclusive,
+    marks, caps = decide(pred, seqs, label_set.labels, st.threshold, st.exclusive,
                          st.combinations, st.constraints)
     hyp = hypothesis_rows(utts, seqs, marks, caps, label_set.labels)
-    out_dir = Path(args.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     write_word_table(out_dir / "words.tsv", hyp)
     atomic_write_text(out_dir / "text",
@@ -111,14 +137,12 @@ def run(args: argparse.Namespace) -> dict:
         arrays["cap"] = pred.cap.astype(np.float32)
     np.savez_compressed(out_dir / "probs.npz", **arrays)
     n_words = sum(len(s) for s in seqs)
-    info = decode_info(pred, n_words, len(seqs), device, batch_size, window, stride, bf16,
-                       aggregate, threshold, st.exclusive)
+    info = decode_info(pred, n_words, len(seqs), device, st.batch_size, st.window, st.stride,
+                       st.bf16, st.aggregate, st.threshold, st.exclusive)
     info.update({"family": cfg.family, "label_set": cfg.label_set,
-                 "exp_dir": str(args.exp_dir), "data_dir": str(args.data_dir),
-                 "checkpoint": args.checkpoint, "constraints": st.constraints,
+                 "data_dir": str(data_dir), "constraints": st.constraints,
                  "violations": count_violations(hyp.values(), ends=not mid_stream),
-                 "mid_stream": mid_stream, "backend": backend})
-    atomic_write_text(out_dir / "decode.json", json.dumps(info, indent=2) + "\n")
+                 "mid_stream": mid_stream})
     return info
 
 
@@ -126,12 +150,13 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         set_num_threads(args.num_threads)
-        info = run(args)
+        records = run(args)
     except PunctInputError as err:
         return report_error("decode", err)
-    print(f"decoded {info['words']} words ({info['utterances']} utts) with {info['family']} in "
-          f"{info['seconds']:.2f}s ({info['words_per_s']} words/s, {info['device']}, batch "
-          f"{info['batch_size']}) -> {args.out_dir}/words.tsv")
+    for info, out_dir in zip(records, args.out_dir, strict=True):
+        print(f"decoded {info['words']} words ({info['utterances']} utts) with "
+              f"{info['family']} in {info['seconds']:.2f}s ({info['words_per_s']} words/s, "
+              f"{info['device']}, batch {info['batch_size']}) -> {out_dir}/words.tsv")
     return 0
 
 

@@ -8,7 +8,10 @@
 - ``streams``: the acoustic streams the systems read (their ``featurizer.streams`` and
   their families' ``needs_streams``), space-separated, in order of first appearance;
 - ``decodes_mixed_sets`` / ``pr_curves``: the systems (config file stems) whose family
-  declares it, one per line.
+  declares it, one per line;
+- ``waves``: the systems in training order, one wave per line (space-separated): a system
+  whose ``init_from`` names another of the systems (``exp/<name>``) comes in a later wave
+  than that one, and the systems of one wave may train at once.
 
 The stage driver (run.sh) uses it so that it never names a model family.
 """
@@ -23,7 +26,7 @@ from punct.config import Config, load_config
 from punct.errors import PunctInputError, report_error
 from punct.models.base import Family, Registry
 
-QUERIES = ("family", "streams", "decodes_mixed_sets", "pr_curves")
+QUERIES = ("family", "streams", "decodes_mixed_sets", "pr_curves", "waves")
 
 
 def system_streams(config: Config, family: Family) -> list[str]:
@@ -32,8 +35,33 @@ def system_streams(config: Config, family: Family) -> list[str]:
     return streams + [s for s in family.needs_streams if s not in streams]
 
 
+def training_waves(inits: dict[str, str | None]) -> list[list[str]]:
+    """Systems grouped so that each trains in a later wave than the system it starts from.
+
+    ``inits`` maps each system to its ``init_from`` path (or None); a path whose last
+    part is another of the systems is a dependency, any other path is outside the run.
+    """
+    depends = {name: Path(init).name if init and Path(init).name in inits else None
+               for name, init in inits.items()}
+    waves: list[list[str]] = []
+    placed: dict[str, int] = {}
+    while len(placed) < len(inits):
+        ready = [name for name in inits if name not in placed
+                 and (depends[name] is None or depends[name] in placed)]
+        if not ready:
+            cycle = sorted(set(inits) - set(placed))
+            raise PunctInputError(f"init_from forms a cycle among {', '.join(cycle)}")
+        for name in ready:
+            placed[name] = len(waves)
+        waves.append(ready)
+    return waves
+
+
 def answer(query: str, configs: Sequence[Path]) -> list[str]:
     """The output lines of ``query`` over the systems of ``configs``."""
+    if query == "waves":
+        inits = {path.stem: load_config(path).init_from for path in configs}
+        return [" ".join(wave) for wave in training_waves(inits)]
     lines: list[str] = []
     streams: list[str] = []
     for path in configs:
