@@ -314,13 +314,33 @@ if stage_begin 3 "dump: acoustic features ($feature_streams), label statistics, 
   stage_end 3 dump
 fi
 
-if stage_begin 4 "baselines: $baseline_systems"; then
+# stage_pending N: stage N is in range and not done (or forced).
+stage_pending() {
+  [ "$stage" -le "$1" ] && [ "$stop_stage" -ge "$1" ] || return 1
+  [ ! -f "$(marker "$1")" ] || $force
+}
+# With several job slots and both stages to run, stages 4 and 5 share one pool: the
+# transformer systems first (the longest, as a rule), every system after the one its
+# init_from names. Stage 4's marker then holds the time of both and stage 5's none.
+together=false
+if [ "$system_jobs" -gt 1 ] && stage_pending 4 && stage_pending 5; then
+  together=true
+  stage_begin 4 "baselines and transformer systems at once: $transformer_systems $baseline_systems"
+  # shellcheck disable=SC2086
+  train_systems $transformer_systems $baseline_systems
+  stage_end 4 "baselines+transformers"
+  log "Stage 5: transformer systems: trained with stage 4"
+  stage_start=$(date +%s)
+  stage_end 5 "transformers (in stage 4)"
+fi
+
+if ! $together && stage_begin 4 "baselines: $baseline_systems"; then
   # shellcheck disable=SC2086
   train_systems $baseline_systems
   stage_end 4 baselines
 fi
 
-if stage_begin 5 "transformer systems: $transformer_systems"; then
+if ! $together && stage_begin 5 "transformer systems: $transformer_systems"; then
   # shellcheck disable=SC2086
   train_systems $transformer_systems
   stage_end 5 transformers
