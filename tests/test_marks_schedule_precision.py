@@ -30,7 +30,15 @@ from punct.kaldi import mark_mid_stream
 from punct.labels import get_label_set
 from punct.models.marks import LossOptions, MarkObjective, class_weights
 from punct.train.optim import lr_factor
-from punct.train.thresholds import band_distance, calibrated_defaults, tune_thresholds
+from punct.train.thresholds import (
+    GRID,
+    band_distance,
+    band_thresholds,
+    calibrated_defaults,
+    critical_thresholds,
+    scored_decisions,
+    tune_thresholds,
+)
 from punct.train.trainer import train_experiment
 from punct.wordtable import WordRow, write_word_table
 
@@ -369,3 +377,77 @@ def test_marks_outside_the_band_on_the_grid_try_tails_and_their_own_probabilitie
     ref[:5, 0] = True
     tuned = tune_thresholds(probs, ref, ["D"], min_support=3)
     assert tuned.thresholds["D"] == pytest.approx(0.125) and tuned.ratios["D"] == 1.0
+
+
+def test_critical_thresholds_are_where_a_word_gets_the_mark() -> None:
+    # just below a word's critical threshold of mark k it gets k, just above it does not,
+    # with plain thresholding and with allowed sets of marks
+    rng = np.random.default_rng(7)
+    probs = rng.uniform(0.01, 0.99, size=(300, 3))
+    thresholds = np.array([0.4, 0.5, 0.6])
+    allowed = combination_matrix([["A"], ["B"], ["C"], ["A", "C"]], ["A", "B", "C"])
+    for sets in (None, allowed):
+        for k in range(3):
+            crit = critical_thresholds(probs, thresholds, k, sets)
+            for factor, expected in ((0.999, True), (1.001, False)):
+                for w in range(0, 300, 7):
+                    trial = thresholds.copy()
+                    trial[k] = crit[w] * factor
+                    hyp, _ = scored_decisions(probs[w:w + 1], probs[w:w + 1] > 2, trial, sets)
+                    assert bool(hyp[0, k]) is expected, (sets is None, k, w)
+
+
+def test_band_thresholds_under_allowed_sets_use_where_the_mark_wins() -> None:
+    # Only {P} or {Q} may be chosen. Q's 5 dev words have p_Q 0.8 but P at 0.89 beside it,
+    # so Q wins there only below threshold 0.33; 20 other words have p_Q 0.60-0.70 with P
+    # just as strong, so Q wins there below 0.310-0.320. Q's own probabilities give no
+    # count in the 0.5-2 band (0 predictions at each); where Q wins gives exactly 5.
+    def logit(p: float) -> float:
+        return math.log(p / (1 - p))
+
+    def p_beside(p_q: float, critical: float) -> float:  # the P that puts Q's win there
+        return 1 / (1 + math.exp(-(logit(p_q) - logit(critical))))
+
+    probs = np.zeros((25, 2))
+    probs[:5, 1] = 0.8
+    probs[:5, 0] = p_beside(0.8, 0.33)
+    for i, (p_q, crit) in enumerate(zip(np.linspace(0.6, 0.7, 20),
+                                        np.linspace(0.3101, 0.3199, 20), strict=True)):
+        probs[5 + i] = p_beside(p_q, crit), p_q
+    allowed = combination_matrix([["P"], ["Q"]], ["P", "Q"])
+    thresholds = np.array([0.5, 0.5])
+
+    def count(t: float) -> int:
+        hyp, _ = scored_decisions(probs, probs > 2, np.array([0.5, t]), allowed)
+        return int(hyp[:, 1].sum())
+
+    assert count(0.30) == 25 and count(0.35) == 0  # the grid floods or starves Q
+    assert not any(2.5 <= count(t) <= 10 for t in band_thresholds(probs[:, 1], 5))
+    tried = band_thresholds(probs, 5, k=1, thresholds=thresholds, allowed=allowed)
+    assert sorted({count(t) for t in tried if 0.3 < t < 0.34}) == [5, 10]  # c-th gives c
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_no_mark_ends_outside_the_band_where_its_own_threshold_could_bring_it_in(
+        seed: int) -> None:
+    # with allowed sets the decisions interact: after tuning, a mark outside the band is
+    # one that no threshold of its own (the others fixed) brings into the band
+    rng = np.random.default_rng(seed)
+    labels = ["A", "B", "C", "D"]
+    ref = rng.random((400, 4)) < [0.15, 0.08, 0.05, 0.03]
+    probs = np.clip(0.5 * ref + rng.beta(1, 4, size=(400, 4)), 0.0, 1.0)
+    allowed = combination_matrix([["A"], ["B"], ["C"], ["D"], ["A", "D"]], labels)
+    tuned = tune_thresholds(probs, ref, labels, min_support=15, allowed=allowed)
+    chosen = np.array([tuned.thresholds[m] for m in labels])
+    support = ref.sum(axis=0)
+    for k, mark in enumerate(labels):
+        if band_distance(np.array(tuned.ratios[mark] * support[k]), int(support[k])) == 0:
+            continue
+        tried = np.concatenate([GRID, band_thresholds(probs, int(support[k]), k=k,
+                                                      thresholds=chosen, allowed=allowed)])
+        for t in tried:
+            trial = chosen.copy()
+            trial[k] = t
+            hyp, _ = scored_decisions(probs, ref, trial, allowed)
+            assert band_distance(np.array(hyp[:, k].sum()), int(support[k])) > 0, (mark, t)
+    assert sum(0.5 <= r <= 2 for r in tuned.ratios.values()) >= 3

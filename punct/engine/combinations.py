@@ -45,7 +45,8 @@ def combination_matrix(combinations: Sequence[Sequence[str]], labels: Sequence[s
     return out
 
 
-def _logit(p: np.ndarray) -> np.ndarray:
+def logit(p: np.ndarray) -> np.ndarray:
+    """log(p / (1 - p)) in float64, p clipped to [1e-6, 1 - 1e-6] (the decisions' margins)."""
     p = np.clip(np.asarray(p, dtype=np.float64), _EPS, 1.0 - _EPS)
     return np.log(p) - np.log1p(-p)
 
@@ -54,6 +55,6 @@ def constrained_marks(punct: np.ndarray, thresholds: float | Sequence[float] | n
                       allowed: np.ndarray) -> np.ndarray:
     """(N, P) decisions: per word, the allowed set (rows of ``allowed``, the empty set
     among them) with the highest sum of margins ``logit(p) - logit(threshold)``."""
-    margins = _logit(punct) - _logit(np.broadcast_to(thresholds, punct.shape[1:]))
+    margins = logit(punct) - logit(np.broadcast_to(thresholds, punct.shape[1:]))
     scores = margins @ allowed.T.astype(np.float64)  # (N, K)
     return allowed[scores.argmax(axis=1)]

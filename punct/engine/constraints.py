@@ -34,12 +34,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from punct.engine.combinations import logit
 from punct.engine.doc_rules import ENDED, DocRules, is_cased, needs_capital, rule_marks, states
 from punct.engine.symbols import is_passthrough
 from punct.labels import CAP_LABELS
 from punct.models.base import WordSeq
 
-_EPS = 1e-6
 _FIRST_CAP = CAP_LABELS.index("FIRST_CAP")
 _CHUNK = 8192  # words per block of the (n, S, S) move tables
 #: ``is_passthrough`` with a cache (words repeat)
@@ -79,11 +79,6 @@ class _Candidates:
     states: tuple[int, ...]  # the reachable states of the machine
     step: np.ndarray  # (S, K): next state index, -1 where a rule breaks
     final: np.ndarray  # (S, K): the same for the last word of a document
-
-
-def _logit(p: np.ndarray) -> np.ndarray:
-    p = np.clip(np.asarray(p, dtype=np.float64), _EPS, 1.0 - _EPS)
-    return np.log(p) - np.log1p(-p)
 
 
 def _candidates(labels: Sequence[str], exclusive: bool,
@@ -145,7 +140,7 @@ def _scores(punct: np.ndarray, cand: _Candidates, threshold: np.ndarray,
         p_o = np.clip(1.0 - punct.sum(axis=1, keepdims=True, dtype=np.float64), 1e-12, None)
         return np.concatenate([np.zeros((len(p), 1)), np.log(p) - np.log(p_o)], axis=1)
     thr = np.broadcast_to(threshold, punct.shape[1:])[cand.cols]
-    margins = _logit(punct[:, cand.cols]) - _logit(thr)
+    margins = logit(punct[:, cand.cols]) - logit(thr)
     return margins @ cand.sets.T.astype(np.float64)
 
 

@@ -8,10 +8,14 @@ default, so a tiny dev set cannot push rare marks into many false alarms).
 more (or far less) often than the reference has it: each mark's candidate thresholds are
 restricted to those whose dev ratio predicted / reference lies in :data:`RATIO_BAND`
 (0.5-2). Where no grid value reaches the band, the tails (:data:`TAIL_GRID`, 0.005-0.03
-and 0.97-0.995) and the mark's own dev probabilities that give as many predictions as
-references (and the band's edges) are tried too (:func:`band_thresholds`), and the value
-closest to the band (in log ratio) is taken;
-a rare mark keeps its default unless that default lies outside the band. The ratios at
+and 0.97-0.995) and the thresholds that give as many predictions as references (and the
+band's edges) are tried too (:func:`band_thresholds`): the words' critical thresholds
+(:func:`critical_thresholds`), below which a word gets the mark, which are its
+probabilities under plain thresholding and lower where ``decode.combinations`` makes the
+mark compete with others. The value closest to the band (in log ratio) is taken. A rare
+mark keeps its default unless that default lies outside the band, and after the ascent a
+mark that another mark's move pushed out of the band is moved back in (the decisions
+interact under ``decode.combinations``). The ratios at
 the chosen thresholds are reported (``thresholds.json``, the training log). A mark trained
 with a BCE ``pos_weight`` w has its sigmoid raised by log(w) in logit space, so its
 untuned default is the calibrated w / (1 + w), the point where the unweighted posterior
@@ -33,7 +37,7 @@ from pathlib import Path
 import numpy as np
 
 from punct.atomic import atomic_write_text
-from punct.engine.combinations import constrained_marks
+from punct.engine.combinations import constrained_marks, logit
 from punct.engine.decode import THRESHOLDS_FILE
 
 GRID = np.round(np.arange(0.05, 0.951, 0.05), 2)
@@ -43,6 +47,8 @@ mark the model rates very low, or one it floods even at 0.95); see ``band_thresh
 MIN_SUPPORT = 20
 """Marks seen fewer times in dev keep the default threshold."""
 RATIO_BAND = (0.5, 2.0)
+REPAIR_ROUNDS = 3
+"""Rounds of moving marks left outside the band back in after the coordinate ascent."""
 """Allowed dev ratio of predicted to reference occurrences of a mark."""
 
 
@@ -108,13 +114,43 @@ def _decisions(probs: np.ndarray, thresholds: np.ndarray,
             else constrained_marks(probs, thresholds, allowed))
 
 
-def band_thresholds(probs: np.ndarray, support: int, band: tuple[float, float] = RATIO_BAND
-                    ) -> np.ndarray:
-    """Thresholds tried for a mark that no ``GRID`` value brings into the band: the tails
-    (``TAIL_GRID``) and the mark's own dev probabilities at which it is predicted as often
-    as the reference has it, and at the band's edges (the k-th highest probability gives k
-    predictions, ties aside)."""
-    ranked = np.sort(np.asarray(probs, dtype=np.float64))[::-1]
+def critical_thresholds(probs: np.ndarray, thresholds: np.ndarray, k: int,
+                        allowed: np.ndarray | None = None) -> np.ndarray:
+    """Per word, the highest threshold of mark ``k`` at which the word gets mark ``k``,
+    the other marks' thresholds fixed: its probability under plain thresholding. With
+    ``allowed`` sets (``constrained_marks``) a set holding ``k`` must outscore every set
+    without it, so the threshold is logit⁻¹(logit p_k + R - S), where R is the best sum of
+    the other marks' margins in a set with ``k`` and S the best score of a set without
+    (0 where ``k`` is in no allowed set, up to a hair below, so ties go to ``k``)."""
+    probs = np.asarray(probs, dtype=np.float64)
+    if allowed is None:
+        return probs[:, k].copy()
+    has_k = allowed[:, k]
+    if not has_k.any():
+        return np.zeros(len(probs))
+    margins = logit(probs) - logit(np.broadcast_to(thresholds, probs.shape[1:]))
+    margins[:, k] = 0.0
+    scores = margins @ allowed.T.astype(np.float64)  # (N, K + 1), mark k left out
+    with_k = scores[:, has_k].max(axis=1)
+    without_k = scores[:, ~has_k].max(axis=1)  # the empty set is always allowed
+    logit_t = logit(probs[:, k]) + with_k - without_k - 1e-9
+    return 1.0 / (1.0 + np.exp(-logit_t))
+
+
+def band_thresholds(probs: np.ndarray, support: int, band: tuple[float, float] = RATIO_BAND,
+                    *, k: int = 0, thresholds: np.ndarray | None = None,
+                    allowed: np.ndarray | None = None) -> np.ndarray:
+    """Thresholds tried for mark ``k`` when no ``GRID`` value brings it into the band: the
+    tails (``TAIL_GRID``) and the thresholds at which it is predicted as often as the
+    reference has it, and at the band's edges: the c-th highest of the words'
+    ``critical_thresholds`` gives c predictions, ties aside (with plain thresholding, the
+    c-th highest dev probability). ``probs``: (N, P), or (N,) for mark ``k`` alone."""
+    probs = np.asarray(probs, dtype=np.float64)
+    if probs.ndim == 1:
+        probs, k = probs[:, None], 0
+    if thresholds is None:
+        thresholds = np.full(probs.shape[1], 0.5)
+    ranked = np.sort(critical_thresholds(probs, thresholds, k, allowed))[::-1]
     counts = {support, math.ceil(band[0] * support), math.floor(band[1] * support)}
     own = [ranked[c - 1] for c in sorted(counts) if 1 <= c <= len(ranked) and ranked[c - 1] > 0]
     return np.unique(np.concatenate([TAIL_GRID, np.asarray(own, dtype=np.float64)]))
@@ -146,8 +182,9 @@ def tune_thresholds(probs: np.ndarray, ref: np.ndarray, labels: Sequence[str],
     to it); ties keep the current value; two passes. Rare marks keep ``default`` unless
     it floods or starves them beyond ``band``: a threshold fitted to a handful of dev
     words buys recall with many false alarms on new data. ``allowed``: the sets of marks
-    a word may get (``decode.combinations``); the decisions then interact, and each grid
-    value is scored by decoding all marks. ``pos_weight``: the per-mark weights of the
+    a word may get (``decode.combinations``); the decisions then interact, each grid
+    value is scored by decoding all marks, and a mark that a later mark's move pushed out
+    of the band is moved back at the end. ``pos_weight``: the per-mark weights of the
     training loss; the rare marks then start from their calibrated default
     (``calibrated_defaults``)."""
     probs = np.asarray(probs, dtype=np.float64)
@@ -180,7 +217,8 @@ def tune_thresholds(probs: np.ndarray, ref: np.ndarray, labels: Sequence[str],
         grid = np.append(chosen[k], GRID)
         f1, dist = scores(k, grid)
         if dist.min() > 0:
-            extra = band_thresholds(probs[:, k], int(support[k]), band)
+            extra = band_thresholds(probs, int(support[k]), band, k=k, thresholds=chosen,
+                                    allowed=allowed)
             extra_f1, extra_dist = scores(k, extra)
             grid = np.append(grid, extra)
             f1, dist = np.append(f1, extra_f1), np.append(dist, extra_dist)
@@ -191,13 +229,22 @@ def tune_thresholds(probs: np.ndarray, ref: np.ndarray, labels: Sequence[str],
             grid, f1, dist = candidates(k)
             ok = dist <= dist.min() + 1e-12  # in the band, or as close to it as any
             chosen[k] = float(grid[int(np.argmax(np.where(ok, f1, -1.0)))])
-    for k in rare:
-        if support[k] == 0:
-            continue
-        grid, f1, dist = candidates(k)
-        if dist[0] > 0:  # the default floods or starves the mark: move into the band
-            ok = dist <= dist.min() + 1e-12
-            chosen[k] = float(grid[int(np.argmax(np.where(ok, f1, -1.0)))])
+    # A rare mark whose default floods or starves it moves into the band; so does a tuned
+    # mark that a later mark's move pushed out (with ``allowed`` sets the decisions
+    # interact). Repeated while something moves, at most REPAIR_ROUNDS times.
+    for _ in range(REPAIR_ROUNDS):
+        moved = False
+        for k in [*tuned, *rare]:
+            if support[k] == 0:
+                continue
+            grid, f1, dist = candidates(k)
+            if dist[0] > 0:
+                ok = dist <= dist.min() + 1e-12
+                best = float(grid[int(np.argmax(np.where(ok, f1, -1.0)))])
+                moved |= best != chosen[k]
+                chosen[k] = best
+        if not moved:
+            break
     after = micro_f1(probs, ref, chosen, allowed)
     return TunedThresholds(dict(zip(labels, chosen.tolist(), strict=True)), before, after,
                            pred_ref_ratios(probs, ref, labels, chosen, allowed))
