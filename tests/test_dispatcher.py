@@ -140,6 +140,19 @@ def test_driver_pool_runs_systems_at_once_and_names_the_failed_ones(tmp_path: Pa
     assert not (tmp_path / ".stages" / "4.done").exists()
 
 
+def test_driver_stops_at_a_bad_config_before_training(tmp_path: Path) -> None:
+    (tmp_path / "bad.yaml").write_text("family: brnn\nlabel_set: iwslt4\nmodel: {hiden: 3}\n",
+                                       encoding="utf-8")
+    env = dict(os.environ, PUNCT_RECIPE_DIR=str(tmp_path))
+    proc = subprocess.run(
+        ["bash", str(ROOT / "utils" / "stage_driver.sh"), "--stage", "4", "--stop-stage", "4",
+         "--model-conf-dir", str(tmp_path), "--baseline-systems", "bad"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1
+    assert "bad.yaml:3: unknown key model.hiden" in proc.stderr
+    assert not (tmp_path / ".stages" / "4.done").exists()
+
+
 def test_recipes_call_the_driver() -> None:
     recipes = sorted(ROOT.glob("egs/*/punct1/run.sh"))
     assert len(recipes) >= 6

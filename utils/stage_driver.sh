@@ -187,12 +187,13 @@ train_one() {
 # train_systems SYSTEM...: wave by wave (a system after the one its init_from names), the
 # systems of a wave through the pool.
 train_systems() {
-  local wave sys
+  local waves wave sys
   [ $# -gt 0 ] || return 0
+  waves=$(system_info waves "$@")  # a bad config stops the driver here
   while read -r wave; do
     for sys in $wave; do pool_run "$sys" train_one "$sys"; done
     pool_wait training
-  done < <(system_info waves "$@")
+  done <<< "$waves"
 }
 
 if stage_begin 0 "data: download or synthesise the $corpus corpus"; then
