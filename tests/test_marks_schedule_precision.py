@@ -422,7 +422,7 @@ def test_band_thresholds_under_allowed_sets_use_where_the_mark_wins() -> None:
         return int(hyp[:, 1].sum())
 
     assert count(0.30) == 25 and count(0.35) == 0  # the grid floods or starves Q
-    assert not any(2.5 <= count(t) <= 10 for t in band_thresholds(probs[:, 1], 5))
+    assert not any(2.5 <= count(t) <= 10 for t in band_thresholds(probs, 5, k=1))  # plain
     tried = band_thresholds(probs, 5, k=1, thresholds=thresholds, allowed=allowed)
     assert sorted({count(t) for t in tried if 0.3 < t < 0.34}) == [5, 10]  # c-th gives c
 

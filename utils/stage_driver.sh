@@ -136,7 +136,7 @@ job_threads=$(( num_threads / system_jobs ))
 pool_pids=() pool_names=() pool_failed=()
 # pool_collect LIMIT: wait until fewer than LIMIT pooled jobs run; records the failed ones.
 pool_collect() {
-  local i pids=() names=()
+  local i pids names
   while :; do
     pids=() names=()
     for i in "${!pool_pids[@]}"; do

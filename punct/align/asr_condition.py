@@ -31,6 +31,7 @@ import json
 import os
 import time
 from collections.abc import Callable, Sequence
+from operator import attrgetter
 from pathlib import Path
 from typing import Protocol
 
@@ -95,18 +96,16 @@ Decoded = tuple[list[TimedWord], float, float]
 """An utterance's words, seconds of audio and seconds spent decoding it."""
 
 
-def language_requests(data_dir: Path, name: str, language: str | None) -> list[AlignRequest]:
-    """The utterances of ``data_dir`` that recogniser ``name`` of ``language`` decodes."""
-    requests = [r for r in load_requests(data_dir)
-                if language is None or r.lang in (None, language)]
+def language_requests(data_dir: Path, name: str, language: str | None,
+                      loaded: Sequence[AlignRequest] | None = None) -> list[AlignRequest]:
+    """The utterances of ``data_dir`` (``loaded``: its requests, already read) that
+    recogniser ``name`` of ``language`` decodes."""
+    everything = load_requests(data_dir) if loaded is None else loaded
+    requests = [r for r in everything if language is None or r.lang in (None, language)]
     if not requests:
         raise MissingDataError(f"no utterance in language {language!r} "
                                f"for the {name} recogniser", data_dir / "utt2lang")
     return requests
-
-
-def _utt_id(request: AlignRequest) -> str:
-    return request.utt_id
 
 
 def _decode(requests: Sequence[AlignRequest], todo: set[str], recognizer: Recognizer,
@@ -162,8 +161,9 @@ def decode_job(data_dir: Path, out_dir: Path, recognizer: Recognizer, job: int,
     final = out_dir / f"decoded.{job}"
     if final.is_file():
         return -1
-    requests = language_requests(data_dir, recognizer.name, recognizer.language)
-    mine = {r.utt_id for r in job_items(data_dir, load_requests(data_dir), _utt_id, job,
+    everything = load_requests(data_dir)  # the split lists every utterance
+    requests = language_requests(data_dir, recognizer.name, recognizer.language, everything)
+    mine = {r.utt_id for r in job_items(data_dir, everything, attrgetter("utt_id"), job,
                                         num_jobs)}
     partial = out_dir / f"hyp.ctm.partial.{job}"
     done = _read_partial(partial)

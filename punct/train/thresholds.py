@@ -144,10 +144,8 @@ def band_thresholds(probs: np.ndarray, support: int, band: tuple[float, float] =
     tails (``TAIL_GRID``) and the thresholds at which it is predicted as often as the
     reference has it, and at the band's edges: the c-th highest of the words'
     ``critical_thresholds`` gives c predictions, ties aside (with plain thresholding, the
-    c-th highest dev probability). ``probs``: (N, P), or (N,) for mark ``k`` alone."""
+    c-th highest dev probability). ``probs``: (N, P)."""
     probs = np.asarray(probs, dtype=np.float64)
-    if probs.ndim == 1:
-        probs, k = probs[:, None], 0
     if thresholds is None:
         thresholds = np.full(probs.shape[1], 0.5)
     ranked = np.sort(critical_thresholds(probs, thresholds, k, allowed))[::-1]
