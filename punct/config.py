@@ -95,11 +95,12 @@ class AugmentSection:
     # confusable: phone edit distance of a neighbour
     max_phone_distance: int = option(1, low=0, high=AUGMENT_MAX_PHONE_DISTANCE)
     seed_offset: int = option(0, low=0)  # added to train.seed for the augmentation draws
+    utt_rate: float = option(1.0, low=0.0, high=1.0)  # utterances edited; the rest stay clean
 
     @property
     def active(self) -> bool:
         """Whether any word is changed."""
-        return max(self.sub_rate, self.del_rate, self.ins_rate) > 0
+        return max(self.sub_rate, self.del_rate, self.ins_rate) > 0 and self.utt_rate > 0
 
 
 @dataclass

@@ -191,6 +191,29 @@ def test_measured_rates_match_the_configured_ones() -> None:
     assert changed / words == pytest.approx(0.2, abs=0.012)
 
 
+def test_utt_rate_leaves_the_other_utterances_clean() -> None:
+    utts = corpus()
+    counts = word_counts(utts.values())
+    full = AugmentSection(sub_rate=0.06, del_rate=0.06, ins_rate=0.03)
+    mixed = dataclasses.replace(full, utt_rate=0.5)
+    edited = words = dele = 0
+    for utt_id, rows in utts.items():
+        out, got = Augmenter(mixed, counts).augment(rows, utterance_rng(1, 1, utt_id))
+        if out == list(rows):
+            assert (got.sub, got.dele, got.ins) == (0, 0, 0) and got.words == len(rows)
+            continue
+        edited += 1
+        words, dele = words + len(rows), dele + got.dele
+    assert edited / len(utts) == pytest.approx(0.5, abs=0.08)
+    assert dele / words == pytest.approx(0.06, abs=0.01)  # full rates where edited
+    # utt_rate 1 draws nothing more: every utterance as without the key
+    same = dataclasses.replace(full, utt_rate=1.0)
+    for utt_id, rows in utts.items():
+        assert (Augmenter(same, counts).augment(rows, utterance_rng(1, 1, utt_id))
+                == Augmenter(full, counts).augment(rows, utterance_rng(1, 1, utt_id)))
+    assert not dataclasses.replace(full, utt_rate=0.0).active
+
+
 def test_unigram_substitutes_follow_the_training_counts() -> None:
     aug = Augmenter(AugmentSection(sub_rate=0.5), {"a": 6, "b": 3, "c": 1})
     rng = np.random.default_rng(3)
@@ -324,6 +347,10 @@ def test_iwslt_asr_configs() -> None:
         plain = load_config(path.with_name("nagy.yaml"))
         assert dataclasses.replace(cfg.train, augment=plain.train.augment) == plain.train
         assert cfg.model == plain.model and cfg.decode == plain.decode
+    mixed = load_config(conf / "nagy_asr_mix.yaml")
+    full = load_config(conf / "nagy_asr.yaml")
+    assert mixed.train.augment == dataclasses.replace(full.train.augment, utt_rate=0.5)
+    assert dataclasses.replace(mixed.train, augment=full.train.augment) == full.train
 
 
 # -- training ------------------------------------------------------------------------------

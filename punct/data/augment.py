@@ -2,7 +2,9 @@
 
 Each word of an utterance is deleted with probability ``del_rate``, else replaced with
 probability ``sub_rate``; independently a word is inserted before it with probability
-``ins_rate`` (never after the last word). The draws of epoch e for an utterance come
+``ins_rate`` (never after the last word). With ``utt_rate`` below 1 only that share of
+the utterances is edited in an epoch (drawn per utterance and epoch), the others stay
+clean: the model sees both clean and ASR-like text. The draws of epoch e for an utterance come
 from a generator seeded by (seed, e, utterance id), so an epoch's data does not depend
 on the order, on the other utterances or on an interruption, and every epoch differs.
 
@@ -156,6 +158,8 @@ class Augmenter:
         """The augmented rows of one utterance and the edits made (drawn from ``rng``)."""
         n = len(rows)
         opts = self.options
+        if opts.utt_rate < 1.0 and rng.random() >= opts.utt_rate:  # no draw at 1: as before
+            return list(rows), AugmentCounts(words=n)
         choice = rng.random(n)
         delete = (choice < opts.del_rate).tolist()
         substitute = ((choice >= opts.del_rate)
