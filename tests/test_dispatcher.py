@@ -140,6 +140,25 @@ def test_driver_pool_runs_systems_at_once_and_names_the_failed_ones(tmp_path: Pa
     assert not (tmp_path / ".stages" / "4.done").exists()
 
 
+def test_driver_pool_gives_a_lone_training_every_thread(tmp_path: Path) -> None:
+    """Two job slots but one system left to train (the other is done): it gets both
+    threads, not one slot's share."""
+    tiny = ROOT / "conf" / "model" / "tiny"
+    (tmp_path / "exp" / "brnn_text").mkdir(parents=True)
+    (tmp_path / "exp" / "brnn_text" / ".done").touch()
+    env = dict(os.environ, PUNCT_RECIPE_DIR=str(tmp_path))
+    proc = subprocess.run(
+        ["bash", str(ROOT / "utils" / "stage_driver.sh"), "--stage", "4", "--stop-stage", "4",
+         "--model-conf-dir", str(tiny), "--baseline-systems", "brnn_text prosodic_pp",
+         "--train-set", "nope", "--system-jobs", "2", "--num-threads", "2"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "brnn_text: trained already" in proc.stdout
+    assert "training failed: prosodic_pp (see exp" in proc.stdout
+    log = (tmp_path / "exp" / "prosodic_pp" / "log" / "train.log").read_text()
+    assert "--num-threads 2" in log and "threads=2" in log
+
+
 def test_driver_stops_at_a_bad_config_before_training(tmp_path: Path) -> None:
     (tmp_path / "bad.yaml").write_text("family: brnn\nlabel_set: iwslt4\nmodel: {hiden: 3}\n",
                                        encoding="utf-8")

@@ -131,8 +131,14 @@ if [ "$system_jobs" = auto ]; then
   if [ "$ngpu" -gt 0 ]; then system_jobs=1; else system_jobs=$num_threads; fi
 fi
 [ "$system_jobs" -ge 1 ] 2>/dev/null || { echo "stage_driver.sh: --system-jobs must be auto or >= 1" >&2; exit 1; }
-job_threads=$(( num_threads / system_jobs ))
-[ "$job_threads" -ge 1 ] || job_threads=1
+# pool_threads N: threads for each of N jobs to come: the slots they fill share
+# --num-threads (one system left to train gets them all, not one slot's share).
+pool_threads() {
+  local jobs=$(( $1 < system_jobs ? $1 : system_jobs ))
+  [ "$jobs" -ge 1 ] || jobs=1
+  echo $(( num_threads / jobs > 0 ? num_threads / jobs : 1 ))
+}
+job_threads=$(pool_threads "$system_jobs")
 pool_pids=() pool_names=() pool_failed=()
 # pool_collect LIMIT: wait until fewer than LIMIT pooled jobs run; records the failed ones.
 pool_collect() {
@@ -187,10 +193,15 @@ train_one() {
 # train_systems SYSTEM...: wave by wave (a system after the one its init_from names), the
 # systems of a wave through the pool.
 train_systems() {
-  local waves wave sys
+  local waves wave sys pending
   [ $# -gt 0 ] || return 0
   waves=$(system_info waves "$@")  # a bad config stops the driver here
   while read -r wave; do
+    pending=0
+    for sys in $wave; do
+      if [ ! -f "exp/$sys/.done" ] || $force; then pending=$((pending + 1)); fi
+    done
+    job_threads=$(pool_threads "$pending")
     for sys in $wave; do pool_run "$sys" train_one "$sys"; done
     pool_wait training
   done <<< "$waves"
@@ -375,6 +386,8 @@ if stage_begin 6 "decode, score and report"; then
   # Systems whose family needs audio for every utterance skip the <set>_mixed sets.
   # shellcheck disable=SC2086
   mixed_ok=" $(system_info decodes_mixed_sets $baseline_systems $transformer_systems | tr '\n' ' ') "
+  # shellcheck disable=SC2086
+  job_threads=$(pool_threads "$(echo $baseline_systems $transformer_systems | wc -w)")
   for sys in $baseline_systems $transformer_systems; do
     sets=$test_sets
     case $mixed_ok in
