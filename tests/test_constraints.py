@@ -11,8 +11,12 @@ import torch
 from helpers.rules import WordFeaturizer
 
 from punct.config import resolve_config
+from punct.engine.combinations import combination_matrix, constrained_marks
+from punct.engine.constraints import Edges, cased_flags, constrain, passthrough_flags
 from punct.engine.decode import DecodeSettings, WordPredictions, decide, decode_settings
-from punct.engine.doc_rules import VIOLATIONS
+from punct.engine.doc_rules import VIOLATIONS, is_cased
+from punct.engine.reference_constraints import reference_constrain
+from punct.engine.symbols import is_passthrough
 from punct.engine.violations import count_violations
 from punct.infer.stream import Document, InputWord, Restorer
 from punct.labels import CAP_LABELS, apply_cap, get_label_set
@@ -172,6 +176,53 @@ def test_no_violations_on_a_100k_word_stream(label_set, cap: bool, exclusive: bo
     assert kept > 0 or cap  # iwslt4 has documents without a violation
     # the decisions change little: most words keep their marks
     assert (marks == free[0]).all(axis=1).mean() > 0.8
+
+
+COMBOS = [["COMMA"], ["PERIOD"], ["QUESTION"], ["OPEN_QUOTE"], ["QUOTE", "PERIOD"],
+          ["OPEN_QUES"], ["QUESTION", "QUOTE"], ["ELLIPSIS"], ["OPEN_QUOTE", "OPEN_QUES"]]
+
+
+@pytest.mark.parametrize(("label_set", "cap", "exclusive", "combos"), [
+    (FULL, True, False, None), (FULL, False, False, None), (FULL, True, False, COMBOS),
+    (FULL, True, False, [["COMMA"], ["OPEN_QUOTE"]]),  # no final mark: nothing obeys
+    (IWSLT, True, True, None), (IWSLT, False, True, None)])
+def test_batched_search_takes_the_reference_decisions(label_set, cap: bool, exclusive: bool,
+                                                       combos: list | None) -> None:
+    """All documents checked and searched at once (``constrain``) against the search of
+    one document at a time (``reference_constrain``): the same marks and capitals, whole
+    documents and stream blocks (a document's later blocks start where it stopped)."""
+    labels = label_set.labels
+    docs = _stream(30_000, 4)
+    pred = _random_pred(30_000, len(labels), np.random.default_rng(5), cap, exclusive)
+    thr = np.asarray(0.5 if exclusive else np.linspace(0.3, 0.6, len(labels)))
+    allowed = None if combos is None else combination_matrix(combos, labels)
+    if allowed is not None:
+        marks = constrained_marks(pred.punct, thr, allowed)
+    else:
+        marks = decide(pred, _seqs(docs, len(labels)), labels, thr, exclusive,
+                       constraints=False)[0]
+    caps = pred.cap.argmax(axis=1) if cap else None
+    whole = _seqs(docs, len(labels))
+    blocks = [WordSeq(f"doc{k // 3}", s.words, s.pauses, s.punct, s.cap, s.offset)
+              for k, s in enumerate(whole)]
+    spans = [(0, len(s), k % 3 == 0, k % 3 == 2 or k == len(blocks) - 1)
+             for k, s in enumerate(blocks)]
+    feasible = combos is None or any("PERIOD" in c for c in combos)
+    for seqs, edges in ((whole, None), (blocks, spans if feasible else None)):
+        args = (marks, caps, pred.punct, pred.cap, seqs, labels, thr, exclusive, allowed)
+        ours = constrain(*args, edges=None if edges is None else Edges(edges))
+        theirs = reference_constrain(*args, edges=None if edges is None else Edges(edges))
+        assert np.array_equal(ours[0], theirs[0])
+        assert (ours[1] is None and theirs[1] is None) or np.array_equal(ours[1], theirs[1])
+        speech = ~passthrough_flags([w for s in whole for w in s.words])
+        changed = (ours[0] != marks).any(axis=1)[speech].mean()
+        assert (changed > 0) == feasible  # the search ran, or found nothing to take
+
+
+def test_flags_of_words_match_the_per_word_rules() -> None:
+    words = ["hello", "Hi", "1995", "😀", "www.x.org", "don't", "é", "ÄÖ", "x²", "", "--"]
+    assert passthrough_flags(words).tolist() == [is_passthrough(w) for w in words]
+    assert cased_flags(words).tolist() == [is_cased(w) for w in words]
 
 
 def test_no_constraints_setting_and_config() -> None:

@@ -11,8 +11,12 @@ tokenizer is a WordPiece vocabulary built from the input's most frequent words
 (``--vocab``; other words split into letters), the featurizer the family's own.
 Rows, timed interleaved (best of ``--reps``, one thread unless ``--num-threads``; the
 clock is this process's CPU time, steady on a shared machine):
-- ``reference``: the engine before issue 20 (``punct.engine.reference_decode``);
-- ``engine``: today's engine (``punct.engine.decode.predict_words``).
+- ``reference``: the engine before issue 20 (``punct.engine.reference_decode``) with the
+  document rules searched one document at a time (``punct.engine.reference_constraints``);
+- ``engine``: today's engine (``punct.engine.decode.predict_words`` + ``decide``).
+The stub's random outputs break the document rules in nearly every document, so the
+constrained search runs everywhere (a worst case; ``--no-constraints`` times the per-word
+decisions alone, as before the rules existed).
 Both rows must take the same decisions (``identical`` in the output). ``--profile``
 prints where the engine's time goes (cProfile, top functions by own time).
 """
@@ -38,7 +42,9 @@ from punct.config import resolve_config
 from punct.data.iwslt import blocks, parse_che_tsv, word_rows
 from punct.data.sequences import table_to_seqs
 from punct.data.windows import stride_for
+from punct.engine.constraints import data_dir_edges
 from punct.engine.decode import decide, predict_words
+from punct.engine.reference_constraints import reference_constrain
 from punct.engine.reference_decode import reference_predict_words, reference_rule_caps
 from punct.labels import get_label_set
 from punct.models.base import Prediction, PunctModel, Registry
@@ -65,6 +71,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--vocab", type=int, default=5000, help="whole words in the vocabulary")
     parser.add_argument("--reps", type=int, default=5, help="timed runs per engine")
     parser.add_argument("--num-threads", type=int, default=1, help="torch threads")
+    parser.add_argument("--no-constraints", action="store_true",
+                        help="per-word decisions only (no document rules)")
     parser.add_argument("--profile", action="store_true", help="cProfile of the engine")
     parser.add_argument("--json", help="also write the result here")
     return parser
@@ -143,14 +151,21 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     call = (model, feat, seqs, args.window, stride, args.batch_size, False, aggregate)
     results: dict[str, Any] = {}
 
+    rules = not args.no_constraints
+
     def engine() -> Any:
         pred = predict_words(*call, exclusive=ls.exclusive)
-        return pred, decide(pred, seqs, ls.labels, 0.5, ls.exclusive)
+        return pred, decide(pred, seqs, ls.labels, 0.5, ls.exclusive, constraints=rules)
 
     def reference() -> Any:
         pred = reference_predict_words(*call, exclusive=ls.exclusive)
-        marks, caps = decide(pred, seqs, ls.labels, 0.5, ls.exclusive)
-        if pred.cap is None:
+        marks = decide(pred, seqs, ls.labels, 0.5, ls.exclusive, constraints=False)[0]
+        caps = None if pred.cap is None else pred.cap.argmax(axis=1)
+        if rules:
+            marks, caps = reference_constrain(marks, caps, pred.punct, pred.cap, seqs,
+                                              ls.labels, np.asarray(0.5), ls.exclusive,
+                                              None, data_dir_edges(seqs))
+        if caps is None:
             caps = reference_rule_caps(marks, seqs, ls.labels)
         return pred, (marks, caps)
 
@@ -169,6 +184,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     report = {"family": args.family, "label_set": ls.name, "words": n_words,
               "utterances": len(seqs), "window": args.window, "stride": stride,
               "batch_size": args.batch_size, "windows": p_new.n_windows,
+              "constraints": rules,
               "threads": torch.get_num_threads(), "reps": args.reps, "identical": identical,
               "seconds": {k: round(v, 5) for k, v in best.items()},
               "words_per_s": {k: round(n_words / v) for k, v in best.items()},

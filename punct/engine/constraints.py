@@ -35,9 +35,17 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from punct.engine.combinations import logit
-from punct.engine.doc_rules import ENDED, DocRules, is_cased, needs_capital, rule_marks, states
+from punct.engine.doc_rules import (
+    ENDED,
+    OPEN_BITS,
+    RULE_MARKS,
+    DocRules,
+    is_cased,
+    rule_marks,
+    states,
+)
 from punct.engine.symbols import is_passthrough
-from punct.labels import CAP_LABELS
+from punct.labels import CAP_LABELS, SENTENCE_END
 from punct.models.base import WordSeq
 
 _FIRST_CAP = CAP_LABELS.index("FIRST_CAP")
@@ -162,14 +170,75 @@ def _best_moves(scores: np.ndarray, table: np.ndarray) -> tuple[np.ndarray, np.n
     return best, arg
 
 
+def passthrough_flags(words: Sequence[str]) -> np.ndarray:
+    """``through_word`` of each word; a purely alphanumeric word (most) never passes
+    through, so only the others are looked at."""
+    plain = np.fromiter(map(str.isalnum, words), dtype=bool, count=len(words))
+    flags = np.zeros(len(words), dtype=bool)
+    for i in np.flatnonzero(~plain).tolist():
+        flags[i] = through_word(words[i])
+    return flags
+
+
+def cased_flags(words: Sequence[str]) -> np.ndarray:
+    """``is_cased`` of each word; a lower-case word (most) is cased."""
+    flags = np.fromiter(map(str.islower, words), dtype=bool, count=len(words))
+    for i in np.flatnonzero(~flags).tolist():
+        flags[i] = _cased(words[i])
+    return flags
+
+
+@dataclass
+class _Doc:
+    """One document of a ``constrain`` call: its speech words (global indices, in order;
+    pass-through words left out) and how it meets its neighbours."""
+
+    utt: str
+    kept: np.ndarray
+    words: list[str]
+    starts: bool
+    ends: bool
+
+
+def _documents(seqs: Sequence[WordSeq], edges: Edges | None, marks: np.ndarray
+               ) -> list[_Doc]:
+    """The documents of ``seqs`` (their own words only, per ``edges``); the marks of
+    their pass-through words are cleared in ``marks``."""
+    docs = []
+    for k, seq in enumerate(seqs):
+        lo, hi, starts, ends = edges.spans[k] if edges else (0, len(seq), True, True)
+        own = list(seq.words[lo:hi])
+        through = passthrough_flags(own)
+        base = seq.offset + lo
+        if through.any():
+            marks[base + np.flatnonzero(through)] = False
+            keep = np.flatnonzero(~through)
+            docs.append(_Doc(seq.utt_id, base + keep, [own[i] for i in keep], starts, ends))
+        else:
+            docs.append(_Doc(seq.utt_id, np.arange(base, base + len(own)), own, starts, ends))
+    return docs
+
+
 class _Checker:
-    """Whether given decisions break a rule: the machine run over them, its moves cached
-    by (state, rule marks of the word)."""
+    """Whether given decisions break a rule, for many documents at once.
+
+    A word without any mark the machine looks at (code 0) only clears the "sentence
+    ended" bit, so the machine is stepped in Python only at the words with such marks
+    and at each document's last word (its moves cached by (state, code)); the capital
+    rule is checked on arrays (a word is entered "ended" when it opens its document in
+    that state or follows a sentence-final mark)."""
 
     def __init__(self, rules: DocRules, labels: Sequence[str], cols: np.ndarray):
         self.rules, self.cols = rules, cols
         self.names = [labels[c] for c in cols]
         self.weights = 1 << np.arange(len(cols), dtype=np.int64)
+        # the machine only reads the rule marks (an exclusive set's COMMA is no move)
+        self.rule_bits = int(sum(int(w) for w, name in zip(self.weights, self.names,
+                                                            strict=True)
+                                 if name in RULE_MARKS))
+        self.end_bits = int(sum(int(w) for w, name in zip(self.weights, self.names,
+                                                           strict=True)
+                                if name in SENTENCE_END))
         self.cache: dict[tuple[int, int], tuple[int, bool, bool]] = {}
 
     def _move(self, state: int, code: int) -> tuple[int, bool, bool]:
@@ -179,77 +248,163 @@ class _Checker:
         self.cache[state, code] = move
         return move
 
-    def breaks(self, marks: np.ndarray, caps: np.ndarray | None, words: list[str],
-               start: int, ends: bool) -> tuple[bool, int]:
-        """Whether one document's decisions break a rule; the state after them."""
-        codes = (marks[:, self.cols] @ self.weights).tolist()
-        caps_list = caps.tolist() if caps is not None else None
-        state, done = start, False
-        for j, code in enumerate(codes):
-            if caps_list is not None and caps_list[j] == 0 and state & ENDED \
-                    and _cased(words[j]):
-                return True, state
-            state, broken, done = self.cache.get((state, code)) or self._move(state, code)
-            if broken:
-                return True, state
-        return bool(ends and codes and done), state
+    def scan(self, docs: Sequence[_Doc], starts: Sequence[int], marks: np.ndarray,
+             caps: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        """Per document (none empty): whether its decisions break a rule from state
+        ``starts[d]``, and the state the machine reaches over all of its words (it goes
+        on past a broken rule as ``DocRules.step`` says)."""
+        n_docs = len(docs)
+        lengths = np.fromiter((len(d.kept) for d in docs), dtype=np.int64, count=n_docs)
+        first = np.zeros(n_docs, dtype=np.int64)
+        np.cumsum(lengths[:-1], out=first[1:])
+        last = first + lengths - 1
+        kept = np.concatenate([d.kept for d in docs])
+        codes = (marks[kept][:, self.cols] @ self.weights) & self.rule_bits
+        doc_of = np.repeat(np.arange(n_docs), lengths)
+        start = np.asarray(starts, dtype=np.int64)
+        broken = np.zeros(n_docs, dtype=bool)
+        if caps is not None:
+            ended = np.empty(len(kept), dtype=bool)  # the state a word is entered in
+            ended[1:] = (codes[:-1] & self.end_bits) != 0
+            ended[first] = (start & ENDED) != 0
+            lower = ended & (caps[kept] == 0)
+            hits = np.flatnonzero(lower)
+            if hits.size:
+                words = [w for d in docs for w in d.words]
+                cased = np.fromiter((_cased(words[m]) for m in hits.tolist()), dtype=bool,
+                                    count=hits.size)
+                broken[doc_of[hits[cased]]] = True
+        ends = np.fromiter((d.ends for d in docs), dtype=bool, count=n_docs)
+        # without pairs no move breaks a rule and the state before a word never matters
+        # to the next: only each document's last word is stepped
+        visit = np.union1d(np.flatnonzero(codes), last) if self.rules.pairs else last
+        end_state = np.zeros(n_docs, dtype=np.int64)
+        cache, move = self.cache, self._move
+        doc, state, prev = -1, 0, 0
+        for m, d, code in zip(visit.tolist(), doc_of[visit].tolist(), codes[visit].tolist(),
+                              strict=True):
+            if d != doc:
+                doc, state, prev = d, int(start[d]), int(first[d]) - 1
+            if m - prev > 1:  # words without rule marks in between
+                state &= OPEN_BITS
+            state, bad, done = cache.get((state, code)) or move(state, code)
+            prev = m
+            if bad:
+                broken[d] = True
+            if m == last[d]:
+                end_state[d] = state
+                if done and ends[d]:
+                    broken[d] = True
+        return broken, end_state
 
 
 @dataclass
 class _Moves:
-    """The move tables of the words that may need a search, by global word index."""
+    """The move tables of the words that may need a search (the words of the searched
+    documents, one after another: document k from row ``first[k]``)."""
 
-    rows: dict[int, int]  # global word index -> row
+    first: dict[int, int]  # document (index in the call) -> its first row
     scores: np.ndarray  # (n, K) candidate scores
-    best: np.ndarray
-    arg: np.ndarray
+    best: np.ndarray  # (n, S, S) best score of a move from state i to state j
+    arg: np.ndarray  # (n, S, S) its candidate
     adj: np.ndarray  # (n, S) cap score of entering each state (0 when casing is by rule)
 
 
-def _moves(kept: list[int], words: list[str], punct: np.ndarray, cap: np.ndarray | None,
-           cand: _Candidates, thr: np.ndarray, exclusive: bool) -> _Moves:
+def _moves(docs: Sequence[_Doc], order: Sequence[int], punct: np.ndarray,
+           cap: np.ndarray | None, cand: _Candidates, thr: np.ndarray, exclusive: bool
+           ) -> _Moves:
+    """The move tables of the documents ``order`` (indices into ``docs``), in that order."""
+    kept = np.concatenate([docs[k].kept for k in order])
+    first, row = {}, 0
+    for k in order:
+        first[k] = row
+        row += len(docs[k].kept)
     scores = _scores(punct[kept], cand, thr, exclusive)
     best, arg = _best_moves(scores, cand.step)
     adj = np.zeros((len(kept), len(cand.states)))
     if cap is not None:
         logc = np.log(np.clip(cap[kept].astype(np.float64), 1e-12, None))
         ended = np.array([bool(s & ENDED) for s in cand.states])
-        need = ended[None, :] & np.array([_cased(w) for w in words])[:, None]
+        cased = cased_flags([w for k in order for w in docs[k].words])
+        need = ended[None, :] & cased[:, None]
         adj = np.where(need, logc[:, 1:].max(axis=1)[:, None], logc.max(axis=1)[:, None])
-    return _Moves({g: r for r, g in enumerate(kept)}, scores, best, arg, adj)
+    return _Moves(first, scores, best, arg, adj)
 
 
-def _viterbi(moves: _Moves, kept: list[int], scores_last: np.ndarray | None,
-             cand: _Candidates, start: int | None) -> tuple[np.ndarray, list[int]] | None:
-    """Best candidate per word and the state each word is entered in (then the end
-    state); None when no labelling obeys the rules (e.g. ``decode.combinations``
-    without a final mark). ``scores_last``: candidate scores of the last word when it
-    ends the document."""
-    rows = np.array([moves.rows[g] for g in kept])
-    best, arg, adj = moves.best[rows], moves.arg[rows], moves.adj[rows]
-    if scores_last is not None:  # (S, K, S): candidate k moves state i to state j
-        onehot = cand.final[:, :, None] == np.arange(len(cand.states))[None, None, :]
-        table = np.where(onehot, scores_last[None, :, None], -np.inf)
-        best[-1], arg[-1] = table.max(axis=1), table.argmax(axis=1)
-    n, n_states = len(kept), len(cand.states)
-    value = np.zeros(n_states) if start is None else np.full(n_states, -np.inf)
-    if start is not None:
-        value[cand.states.index(start)] = 0.0
-    back = np.zeros((n, n_states), dtype=np.int64)
-    cols = np.arange(n_states)
-    for j in range(n):
-        total = (value + adj[j])[:, None] + best[j]
-        back[j] = total.argmax(axis=0)
-        value = total[back[j], cols]
-    if not np.isfinite(value.max()):
-        return None
-    path = [int(value.argmax())]  # state after each word, last first
-    for j in range(n - 1, 0, -1):
-        path.append(int(back[j][path[-1]]))
-    path.reverse()
-    entered = [int(back[0][path[0]]), *path[:-1]]
-    choice = arg[np.arange(n), entered, path]
-    return choice, [*(cand.states[i] for i in entered), cand.states[path[-1]]]
+@dataclass
+class _Found:
+    """The searched labelling of one document."""
+
+    choice: np.ndarray  # (n,) candidate per word
+    entered: np.ndarray  # (n,) state each word is entered in
+    end: int  # the state after its last word
+
+
+def _search(moves: _Moves, docs: Sequence[_Doc], group: Sequence[int],
+            starts: Sequence[int | None], cand: _Candidates) -> list[_Found | None]:
+    """Viterbi over the machine for the documents ``group``, all at once (one step per
+    word position, across documents, longest first); per document its best labelling, or
+    None where none obeys the rules (e.g. ``decode.combinations`` without a final mark).
+    ``starts``: each one's start state (None: any). The last word of a document that ends
+    scores by ``cand.final``. Every document gets exactly the path of a search of its own
+    (the same sums in the same order, the same tie-breaking: the first maximum)."""
+    n_states = len(cand.states)
+    lengths = np.fromiter((len(docs[k].kept) for k in group), dtype=np.int64,
+                          count=len(group))
+    order = np.argsort(-lengths, kind="stable")
+    lengths = lengths[order]
+    local = np.zeros(len(group), dtype=np.int64)  # first position of each, in this order
+    np.cumsum(lengths[:-1], out=local[1:])
+    rows = np.array([moves.first[group[i]] for i in order.tolist()], dtype=np.int64)
+    ends = np.array([docs[group[i]].ends for i in order.tolist()], dtype=bool)
+    final = np.full(len(group), -1, dtype=np.int64)
+    final[ends] = np.arange(int(ends.sum()))
+    final_best, final_arg = _best_moves(moves.scores[rows[ends] + lengths[ends] - 1],
+                                        cand.final)
+    value = np.zeros((len(group), n_states))
+    for i, k in enumerate(order.tolist()):
+        if starts[k] is not None:
+            value[i] = -np.inf
+            value[i, cand.states.index(starts[k])] = 0.0
+    active = len(group) - np.searchsorted(lengths[::-1], np.arange(lengths[0]), side="right")
+    back = np.empty((int(lengths.sum()), n_states), dtype=np.int64)
+    for j, a in enumerate(active.tolist()):
+        r = rows[:a] + j
+        step = moves.best[r]
+        closing = np.flatnonzero(ends[:a] & (lengths[:a] == j + 1))
+        if closing.size:
+            step[closing] = final_best[final[closing]]
+        total = (value[:a] + moves.adj[r])[:, :, None] + step
+        b = total.argmax(axis=1)
+        back[local[:a] + j] = b
+        value[:a] = np.take_along_axis(total, b[:, None, :], axis=1)[:, 0, :]
+    feasible = np.isfinite(value.max(axis=1))
+    state = value.argmax(axis=1)
+    end = state.copy()
+    after = np.empty(len(back), dtype=np.int64)
+    entered = np.empty(len(back), dtype=np.int64)
+    for j in range(len(active) - 1, -1, -1):
+        a = int(active[j])
+        p = local[:a] + j
+        after[p] = state[:a]
+        state[:a] = back[p, state[:a]]
+        entered[p] = state[:a]
+    choice = moves.arg[np.repeat(rows, lengths) + _ranks(lengths), entered, after]
+    closing = local[ends] + lengths[ends] - 1
+    choice[closing] = final_arg[np.arange(len(closing)), entered[closing], after[closing]]
+    names = np.asarray(cand.states, dtype=np.int64)
+    found: list[_Found | None] = [None] * len(group)
+    for i, k in enumerate(order.tolist()):
+        if feasible[i]:
+            sl = slice(local[i], local[i] + lengths[i])
+            found[k] = _Found(choice[sl], names[entered[sl]], int(names[end[i]]))
+    return found
+
+
+def _ranks(lengths: np.ndarray) -> np.ndarray:
+    """0..n-1 for each length n, one after another."""
+    starts = np.repeat(np.cumsum(lengths) - lengths, lengths)
+    return np.arange(int(lengths.sum())) - starts
 
 
 def constrain(marks: np.ndarray, caps: np.ndarray | None, punct: np.ndarray,
@@ -260,60 +415,85 @@ def constrain(marks: np.ndarray, caps: np.ndarray | None, punct: np.ndarray,
     """Decisions that obey the rules: ``marks`` (N, P) and ``caps`` (N,) (None when
     casing is by rule) made per word, rewritten per document where they break one.
     ``punct``/``cap``: the model's probabilities; ``allowed``: the combination matrix of
-    ``decode.combinations`` (None: any set)."""
+    ``decode.combinations`` (None: any set).
+
+    Documents are checked and searched together; a document that continues one of this
+    call (``edges``: not its first block) waits for that one, since it starts in the
+    state the earlier block ends in."""
     labels = list(labels)
     rules = DocRules.for_labels(labels)
     cand = _candidates(labels, exclusive, allowed)
     marks, caps = marks.copy(), None if caps is None else caps.copy()
     cap = cap if caps is not None else None
     thr = np.asarray(threshold, dtype=np.float64)
-    docs = []  # per sequence: own speech words (global), their words, start, ends
-    for k, seq in enumerate(seqs):
-        lo, hi, starts, ends = edges.spans[k] if edges else (0, len(seq), True, True)
-        own = range(seq.offset + lo, seq.offset + hi)
-        through = [g for g in own if through_word(seq.words[g - seq.offset])]
-        marks[through] = False
-        kept = [g for g in own if not through_word(seq.words[g - seq.offset])]
-        docs.append((seq.utt_id, kept, [seq.words[g - seq.offset] for g in kept], starts,
-                     ends))
-    # the words of every document that may need a search: broken from its assumed start,
-    # or starting at a cut (its start state comes from a block decided in this call)
+    docs = _documents(seqs, edges, marks)
     check = _Checker(rules, labels, cand.cols)
-    maybe: list[int] = []
-    maybe_words: list[str] = []
-    verdicts: list[tuple[bool, int] | None] = []
-    for _, kept, words, starts, ends in docs:
-        verdict = None
-        if kept and starts:
-            verdict = check.breaks(marks[kept], None if caps is None else caps[kept], words,
-                                   ENDED, ends)
-        verdicts.append(verdict)
-        if kept and (not starts or (verdict is not None and verdict[0])):
-            maybe.extend(kept)
-            maybe_words.extend(words)
-    moves = _moves(maybe, maybe_words, punct, cap, cand, thr, exclusive) if maybe else None
-    for (utt, kept, words, starts, ends), verdict in zip(docs, verdicts, strict=True):
-        if not kept:
-            continue
-        start = ENDED if starts else (edges.carry.get(utt) if edges else None)
-        broken, state = verdict or check.breaks(marks[kept], None if caps is None
-                                                else caps[kept], words,
-                                                0 if start is None else start, ends)
-        found = None
-        if broken and moves is not None:
-            last = moves.scores[moves.rows[kept[-1]]] if ends else None
-            found = _viterbi(moves, kept, last, cand, start)
-        if found is not None:
-            choice, entered = found
-            marks[np.asarray(kept)[:, None], cand.cols[None, :]] = cand.sets[choice]
-            state = entered[-1]
-            if caps is not None and cap is not None:
-                for j, g in enumerate(kept):
-                    if needs_capital(entered[j], words[j]) and caps[g] == 0:
-                        caps[g] = _FIRST_CAP + int(cap[g, 1:].argmax())
+    continued = {d.utt for d in docs if not d.starts}
+    # documents that open in this call and have no later block here: all at once
+    free = [k for k, d in enumerate(docs) if len(d.kept) and d.starts
+            and d.utt not in continued]
+    alone = set(free)
+    tied = [k for k, d in enumerate(docs) if len(d.kept) and k not in alone]
+    broken = np.zeros(len(docs), dtype=bool)
+    end_state = np.zeros(len(docs), dtype=np.int64)
+    opening = [k for k in (*free, *tied) if docs[k].starts]
+    if opening:
+        broken[opening], end_state[opening] = check.scan(
+            [docs[k] for k in opening], [ENDED] * len(opening), marks, caps)
+    maybe = [k for k, d in enumerate(docs) if len(d.kept) and (not d.starts or broken[k])]
+    moves = _moves(docs, maybe, punct, cap, cand, thr, exclusive) if maybe else None
+    searched = [k for k in free if broken[k]]
+    if moves is not None and searched:
+        found = _search(moves, docs, searched, [ENDED] * len(searched), cand)
+        _apply([(docs[k], f) for k, f in zip(searched, found, strict=True) if f is not None],
+               marks, caps, cap, cand)
+        for k, f in zip(searched, found, strict=True):
+            if f is not None:
+                end_state[k] = f.end
+    for k in tied:  # in order: each may start where an earlier block of its document ended
+        doc = docs[k]
+        start = ENDED if doc.starts else (edges.carry.get(doc.utt) if edges else None)
+        if not doc.starts:
+            verdict, state = check.scan([doc], [0 if start is None else start], marks, caps)
+            broken[k], end_state[k] = verdict[0], state[0]
+        if broken[k] and moves is not None:
+            one = _search(moves, docs, [k], [start], cand)[0]
+            if one is not None:
+                _apply([(doc, one)], marks, caps, cap, cand)
+                end_state[k] = one.end
         if edges is not None:
-            if ends:
-                edges.carry.pop(utt, None)
-            else:
-                edges.carry[utt] = state
+            _carry(edges, doc, int(end_state[k]))
+    if edges is not None:
+        for k in free:
+            _carry(edges, docs[k], int(end_state[k]))
     return marks, caps
+
+
+def _apply(found: Sequence[tuple[_Doc, _Found]], marks: np.ndarray,
+           caps: np.ndarray | None, cap: np.ndarray | None, cand: _Candidates) -> None:
+    """Write the searched labellings of documents into ``marks`` and ``caps``: a word
+    entered after a sentence end that has no capital gets the likelier of FIRST_CAP and
+    ALL_CAPS."""
+    if not found:
+        return
+    kept = np.concatenate([doc.kept for doc, _ in found])
+    marks[kept[:, None], cand.cols[None, :]] = cand.sets[
+        np.concatenate([f.choice for _, f in found])]
+    if caps is None or cap is None:
+        return
+    entered = np.concatenate([f.entered for _, f in found])
+    hits = np.flatnonzero(((entered & ENDED) != 0) & (caps[kept] == 0))
+    if hits.size:
+        words = [w for doc, _ in found for w in doc.words]
+        cased = np.fromiter((_cased(words[j]) for j in hits.tolist()), dtype=bool,
+                            count=hits.size)
+        g = kept[hits[cased]]
+        caps[g] = _FIRST_CAP + cap[g, 1:].argmax(axis=1)
+
+
+def _carry(edges: Edges, doc: _Doc, state: int) -> None:
+    """Remember the state a document not yet ended goes on in."""
+    if doc.ends:
+        edges.carry.pop(doc.utt, None)
+    else:
+        edges.carry[doc.utt] = state

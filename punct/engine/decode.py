@@ -38,7 +38,7 @@ from punct.config import Config, load_config
 from punct.data.windows import stride_for
 from punct.engine.aggregate import SlotAggregator
 from punct.engine.combinations import combination_matrix, constrained_marks
-from punct.engine.constraints import Edges, constrain, data_dir_edges, through_word
+from punct.engine.constraints import Edges, constrain, data_dir_edges, passthrough_flags
 from punct.engine.precision import resolve_bf16
 from punct.engine.transfer import batch_to_device, rows_at, to_device, to_numpy
 from punct.errors import MissingDataError, PunctInputError
@@ -246,7 +246,7 @@ def rule_caps(marks: np.ndarray, seqs: Sequence[WordSeq], labels: Sequence[str])
     seq_of = np.full(n, -1, dtype=np.int64)
     for k, seq in enumerate(seqs):
         seq_of[seq.offset:seq.offset + len(seq)] = k
-        through[seq.offset:seq.offset + len(seq)] = [through_word(w) for w in seq.words]
+        through[seq.offset:seq.offset + len(seq)] = passthrough_flags(seq.words)
     keep = np.flatnonzero(inside & ~through)  # the words the rule cases, in order
     sid = seq_of[keep]
     starts = np.ones(len(keep), dtype=bool)
