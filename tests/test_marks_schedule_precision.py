@@ -125,7 +125,9 @@ def test_lr_factor_warmup_decay_and_restart() -> None:
     ("fpu avx2 avx512f avx512_bf16 amx_bf16", "bf16"),
     ("fpu avx2 fma", "fp32"),
 ])
-def test_auto_precision_follows_the_cpu(tmp_path: Path, flags: str, expected: str) -> None:
+def test_auto_precision_follows_the_cpu(tmp_path: Path, flags: str, expected: str,
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PUNCT_NATIVE_BF16", raising=False)  # the flags alone decide here
     cpuinfo = tmp_path / "cpuinfo"
     cpuinfo.write_text(f"processor\t: 0\nflags\t\t: {flags}\n", encoding="utf-8")
     assert resolve_precision("auto", "cpu", cpuinfo) == expected

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, BinaryIO, TextIO
 
 from punct.api import Restorer
 from punct.data.nonspeech import add_nonspeech_option
+from punct.engine.decode import pick_device
 from punct.engine.symbols import cased_input, tally
 from punct.errors import MissingDataError, PunctInputError, report_error
 from punct.export.backends import BACKENDS
@@ -193,6 +194,12 @@ def documents(args: argparse.Namespace, speech: SpeechInput | None = None,
 
 def run(args: argparse.Namespace) -> dict:
     """Restore all inputs into ``args.output``; return a summary."""
+    speech = None
+    if args.asr:  # the recogniser first: a missing extra stops before the model loads
+        asr_device = pick_device(args.device)
+        speech = SpeechInput(make_recognizer(args.asr, args.asr_model,
+                                             "cuda" if asr_device.type == "cuda" else "cpu",
+                                             args.asr_beam_size))
     api = Restorer.from_pretrained(
         args.exp_dir, device=args.device, backend=args.backend, checkpoint=args.checkpoint,
         verbose=args.verbose, window=args.window, stride=args.stride, per_token=args.per_token,
@@ -201,11 +208,6 @@ def run(args: argparse.Namespace) -> dict:
         block_words=args.block_words, context_words=args.context_words,
         nonspeech=args.nonspeech)
     restorer, st, device = api.engine, api.settings, api.device
-    speech = None
-    if args.asr:
-        speech = SpeechInput(make_recognizer(args.asr, args.asr_model,
-                                             "cuda" if device.type == "cuda" else "cpu",
-                                             args.asr_beam_size))
     fmt = args.output_format or (args.input_format if args.input_format in ("text", "srt", "vtt")
                                  and not args.asr else "kaldi")
     cues = {"max_chars": args.max_cue_chars, "max_seconds": args.max_cue_seconds,

@@ -78,7 +78,7 @@ def data_dir_edges(seqs: Sequence[WordSeq]) -> Edges | None:
 
 
 @dataclass(frozen=True)
-class _Candidates:
+class Candidates:
     """Candidate mark sets of one word: ``sets`` (K, P) over ``cols`` (the columns they
     decide; other columns keep their threshold decision) and the machine's tables."""
 
@@ -89,8 +89,8 @@ class _Candidates:
     final: np.ndarray  # (S, K): the same for the last word of a document
 
 
-def _candidates(labels: Sequence[str], exclusive: bool,
-                allowed: np.ndarray | None) -> _Candidates:
+def candidates(labels: Sequence[str], exclusive: bool,
+                allowed: np.ndarray | None) -> Candidates:
     """The candidate tables of a label set: built once per (labels, exclusivity, allowed
     sets) and shared, read-only, by every later call (each epoch's dev decoding, each
     restored block)."""
@@ -100,7 +100,7 @@ def _candidates(labels: Sequence[str], exclusive: bool,
 
 @functools.lru_cache(maxsize=64)
 def _built_candidates(labels: tuple[str, ...], exclusive: bool,
-                      allowed_key: tuple[tuple[int, ...], bytes] | None) -> _Candidates:
+                      allowed_key: tuple[tuple[int, ...], bytes] | None) -> Candidates:
     allowed = (None if allowed_key is None
                else np.frombuffer(allowed_key[1], dtype=bool).reshape(allowed_key[0]))
     rules = DocRules.for_labels(labels)
@@ -137,10 +137,10 @@ def _built_candidates(labels: tuple[str, ...], exclusive: bool,
                     final[i, k] = index[nxt]
     for table in (sets, cols, step, final):
         table.setflags(write=False)
-    return _Candidates(sets, cols, kept, step, final)
+    return Candidates(sets, cols, kept, step, final)
 
 
-def _scores(punct: np.ndarray, cand: _Candidates, threshold: np.ndarray,
+def candidate_scores(punct: np.ndarray, cand: Candidates, threshold: np.ndarray,
             exclusive: bool) -> np.ndarray:
     """(n, K) score of each candidate set per word, 0 for no mark."""
     if exclusive:
@@ -152,7 +152,7 @@ def _scores(punct: np.ndarray, cand: _Candidates, threshold: np.ndarray,
     return margins @ cand.sets.T.astype(np.float64)
 
 
-def _best_moves(scores: np.ndarray, table: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def best_moves(scores: np.ndarray, table: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(n, S, S) best score and candidate of a move from state i to state j per word."""
     n, n_states = len(scores), table.shape[0]
     best = np.full((n, n_states, n_states), -np.inf)
@@ -311,7 +311,7 @@ class _Moves:
 
 
 def _moves(docs: Sequence[_Doc], order: Sequence[int], punct: np.ndarray,
-           cap: np.ndarray | None, cand: _Candidates, thr: np.ndarray, exclusive: bool
+           cap: np.ndarray | None, cand: Candidates, thr: np.ndarray, exclusive: bool
            ) -> _Moves:
     """The move tables of the documents ``order`` (indices into ``docs``), in that order."""
     kept = np.concatenate([docs[k].kept for k in order])
@@ -319,8 +319,8 @@ def _moves(docs: Sequence[_Doc], order: Sequence[int], punct: np.ndarray,
     for k in order:
         first[k] = row
         row += len(docs[k].kept)
-    scores = _scores(punct[kept], cand, thr, exclusive)
-    best, arg = _best_moves(scores, cand.step)
+    scores = candidate_scores(punct[kept], cand, thr, exclusive)
+    best, arg = best_moves(scores, cand.step)
     adj = np.zeros((len(kept), len(cand.states)))
     if cap is not None:
         logc = np.log(np.clip(cap[kept].astype(np.float64), 1e-12, None))
@@ -341,7 +341,7 @@ class _Found:
 
 
 def _search(moves: _Moves, docs: Sequence[_Doc], group: Sequence[int],
-            starts: Sequence[int | None], cand: _Candidates) -> list[_Found | None]:
+            starts: Sequence[int | None], cand: Candidates) -> list[_Found | None]:
     """Viterbi over the machine for the documents ``group``, all at once (one step per
     word position, across documents, longest first); per document its best labelling, or
     None where none obeys the rules (e.g. ``decode.combinations`` without a final mark).
@@ -359,7 +359,7 @@ def _search(moves: _Moves, docs: Sequence[_Doc], group: Sequence[int],
     ends = np.array([docs[group[i]].ends for i in order.tolist()], dtype=bool)
     final = np.full(len(group), -1, dtype=np.int64)
     final[ends] = np.arange(int(ends.sum()))
-    final_best, final_arg = _best_moves(moves.scores[rows[ends] + lengths[ends] - 1],
+    final_best, final_arg = best_moves(moves.scores[rows[ends] + lengths[ends] - 1],
                                         cand.final)
     value = np.zeros((len(group), n_states))
     for i, k in enumerate(order.tolist()):
@@ -422,7 +422,7 @@ def constrain(marks: np.ndarray, caps: np.ndarray | None, punct: np.ndarray,
     state the earlier block ends in."""
     labels = list(labels)
     rules = DocRules.for_labels(labels)
-    cand = _candidates(labels, exclusive, allowed)
+    cand = candidates(labels, exclusive, allowed)
     marks, caps = marks.copy(), None if caps is None else caps.copy()
     cap = cap if caps is not None else None
     thr = np.asarray(threshold, dtype=np.float64)
@@ -470,7 +470,7 @@ def constrain(marks: np.ndarray, caps: np.ndarray | None, punct: np.ndarray,
 
 
 def _apply(found: Sequence[tuple[_Doc, _Found]], marks: np.ndarray,
-           caps: np.ndarray | None, cap: np.ndarray | None, cand: _Candidates) -> None:
+           caps: np.ndarray | None, cap: np.ndarray | None, cand: Candidates) -> None:
     """Write the searched labellings of documents into ``marks`` and ``caps``: a word
     entered after a sentence end that has no capital gets the likelier of FIRST_CAP and
     ALL_CAPS."""

@@ -16,17 +16,18 @@ from dataclasses import dataclass
 import numpy as np
 
 from punct.engine.constraints import (
-    _FIRST_CAP,
+    Candidates,
     Edges,
-    _best_moves,
-    _Candidates,
-    _candidates,
-    _cased,
-    _scores,
+    best_moves,
+    candidate_scores,
+    candidates,
     through_word,
 )
-from punct.engine.doc_rules import ENDED, DocRules, needs_capital
+from punct.engine.doc_rules import ENDED, DocRules, is_cased, needs_capital
+from punct.labels import CAP_LABELS
 from punct.models.base import WordSeq
+
+FIRST_CAP = CAP_LABELS.index("FIRST_CAP")
 
 
 class _Checker:
@@ -54,7 +55,7 @@ class _Checker:
         state, done = start, False
         for j, code in enumerate(codes):
             if caps_list is not None and caps_list[j] == 0 and state & ENDED \
-                    and _cased(words[j]):
+                    and is_cased(words[j]):
                 return True, state
             state, broken, done = self.cache.get((state, code)) or self._move(state, code)
             if broken:
@@ -74,20 +75,20 @@ class _Moves:
 
 
 def _moves(kept: list[int], words: list[str], punct: np.ndarray, cap: np.ndarray | None,
-           cand: _Candidates, thr: np.ndarray, exclusive: bool) -> _Moves:
-    scores = _scores(punct[kept], cand, thr, exclusive)
-    best, arg = _best_moves(scores, cand.step)
+           cand: Candidates, thr: np.ndarray, exclusive: bool) -> _Moves:
+    scores = candidate_scores(punct[kept], cand, thr, exclusive)
+    best, arg = best_moves(scores, cand.step)
     adj = np.zeros((len(kept), len(cand.states)))
     if cap is not None:
         logc = np.log(np.clip(cap[kept].astype(np.float64), 1e-12, None))
         ended = np.array([bool(s & ENDED) for s in cand.states])
-        need = ended[None, :] & np.array([_cased(w) for w in words])[:, None]
+        need = ended[None, :] & np.array([is_cased(w) for w in words])[:, None]
         adj = np.where(need, logc[:, 1:].max(axis=1)[:, None], logc.max(axis=1)[:, None])
     return _Moves({g: r for r, g in enumerate(kept)}, scores, best, arg, adj)
 
 
 def _viterbi(moves: _Moves, kept: list[int], scores_last: np.ndarray | None,
-             cand: _Candidates, start: int | None) -> tuple[np.ndarray, list[int]] | None:
+             cand: Candidates, start: int | None) -> tuple[np.ndarray, list[int]] | None:
     """Best candidate per word and the state each word is entered in (then the end
     state); None when no labelling obeys the rules (e.g. ``decode.combinations``
     without a final mark). ``scores_last``: candidate scores of the last word when it
@@ -130,7 +131,7 @@ def reference_constrain(marks: np.ndarray, caps: np.ndarray | None, punct: np.nd
     ``decode.combinations`` (None: any set)."""
     labels = list(labels)
     rules = DocRules.for_labels(labels)
-    cand = _candidates(labels, exclusive, allowed)
+    cand = candidates(labels, exclusive, allowed)
     marks, caps = marks.copy(), None if caps is None else caps.copy()
     cap = cap if caps is not None else None
     thr = np.asarray(threshold, dtype=np.float64)
@@ -177,7 +178,7 @@ def reference_constrain(marks: np.ndarray, caps: np.ndarray | None, punct: np.nd
             if caps is not None and cap is not None:
                 for j, g in enumerate(kept):
                     if needs_capital(entered[j], words[j]) and caps[g] == 0:
-                        caps[g] = _FIRST_CAP + int(cap[g, 1:].argmax())
+                        caps[g] = FIRST_CAP + int(cap[g, 1:].argmax())
         if edges is not None:
             if ends:
                 edges.carry.pop(utt, None)
