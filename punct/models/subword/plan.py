@@ -44,10 +44,6 @@ def _ragged(starts: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndar
     return np.arange(int(counts.sum())) - np.repeat(first - starts, counts), owner
 
 
-GROUP_WINDOWS = 2048
-"""Windows whose batches are filled at once (their buffers: about 20 bytes per position)."""
-
-
 class PiecePlan(WindowPlan):
     """Word-aligned windows of at most ``capacity`` pieces between [CLS] and [SEP], the
     next starting at the first word at least ``stride`` pieces on (never past the end)."""
@@ -101,9 +97,8 @@ class PiecePlan(WindowPlan):
 
     def batches(self, order: np.ndarray, batch_size: int
                 ) -> Iterator[tuple[np.ndarray, dict[str, torch.Tensor]]]:
-        """The batches of ``order``: the slots of all of them placed at once, then the
-        batches filled ``GROUP_WINDOWS`` windows at a time by a few gathers and scatters
-        into one buffer per input, of which each batch is a view."""
+        """The batches of ``order``: the slots of all of them placed at once, then each
+        batch filled by a few scatters and one gather of its pieces."""
         order = np.asarray(order, dtype=np.int64)
         lengths = self.lengths[order]
         starts = np.arange(0, len(order), batch_size)
@@ -116,54 +111,38 @@ class PiecePlan(WindowPlan):
         prev = np.empty_like(at)
         prev[1:] = at[:-1]
         prev[_exclusive_cumsum(counts)[:-1][counts > 0]] = -1
-        # each batch is a (size, width) block of one flat buffer per group of batches
-        sizes = np.minimum(batch_size, len(order) - starts)
-        block = _exclusive_cumsum(sizes * widths)
-        window_batch = np.arange(len(order)) // batch_size
-        window_base = block[window_batch] + (np.arange(len(order)) % batch_size) * widths[
-            window_batch]
-        flat = window_base[row] + at
-        bounds = _exclusive_cumsum(counts)[np.append(starts, len(order))]
-        per_group = max(1, GROUP_WINDOWS // batch_size)
-        for g in range(0, len(starts), per_group):
-            b0, b1 = g, min(g + per_group, len(starts))
-            w0, w1 = int(starts[b0]), int(starts[b1 - 1] + sizes[b1 - 1])
-            s0, s1 = int(bounds[b0]), int(bounds[b1])
-            base = int(block[b0])
-            inputs = self._fill(order[w0:w1], lengths[w0:w1],
-                                np.repeat(widths[b0:b1], sizes[b0:b1]),
-                                window_base[w0:w1] - base, int(block[b1]) - base,
-                                flat[s0:s1] - base, words[s0:s1], prev[s0:s1])
-            for b in range(b0, b1):
-                lo, hi = int(block[b]) - base, int(block[b + 1]) - base
-                shape = (int(sizes[b]), int(widths[b]))
-                w = int(starts[b])
-                yield order[w:w + shape[0]], {
-                    k: torch.from_numpy(v[lo:hi].reshape(shape)) for k, v in inputs.items()}
+        flat = (row % batch_size) * widths[row // batch_size] + at
+        word_ids, pauses = self.word_ids[words], self.pauses[words]
+        utt_start = self.utt_start[words]
+        bounds = _exclusive_cumsum(counts)[np.append(starts, len(order))].tolist()
+        for b, lo in enumerate(starts.tolist()):
+            rows = order[lo:lo + batch_size]
+            sl = slice(bounds[b], bounds[b + 1])
+            yield rows, self._fill(rows, lengths[lo:lo + batch_size], int(widths[b]),
+                                   flat[sl], word_ids[sl], pauses[sl], prev[sl],
+                                   utt_start[sl])
 
-    def _fill(self, rows: np.ndarray, lengths: np.ndarray, widths: np.ndarray,
-              window_base: np.ndarray, size: int, flat: np.ndarray, words: np.ndarray,
-              prev: np.ndarray) -> dict[str, np.ndarray]:
-        """Flat buffers (``size`` positions) of windows ``rows`` (each ``widths`` wide
-        from ``window_base``) with their word slots at ``flat``, padded as ``collate``
-        pads them."""
+    def _fill(self, rows: np.ndarray, lengths: np.ndarray, width: int, flat: np.ndarray,
+              word_ids: np.ndarray, pauses: np.ndarray, prev: np.ndarray,
+              utt_start: np.ndarray) -> dict[str, torch.Tensor]:
         sp = self.specials
-        pos, owner = _ragged(window_base, widths)
-        pos -= window_base[owner]  # the position inside its window
-        length = lengths[owner]
-        src = self.piece_start[rows][owner] + (pos - 1)
+        size = len(rows)
+        pos = np.arange(width)
+        src = self.piece_start[rows][:, None] + (pos - 1)
+        inside = (pos >= 1) & (pos < (lengths - 1)[:, None])
         np.clip(src, 0, max(len(self.pieces) - 1, 0), out=src)
-        input_ids = np.where((pos >= 1) & (pos < length - 1), self.pieces[src], sp.pad)
-        input_ids[pos == 0] = sp.cls
-        input_ids[window_base + lengths - 1] = sp.sep
-        out = {"input_ids": input_ids,
-               "word_ids": np.full(size, -1, dtype=np.int64),
-               "pauses": np.full(size, np.nan, dtype=np.float32),
-               "prev_pos": np.full(size, -1, dtype=np.int64),
-               "utt_start": np.zeros(size, dtype=np.float32),
-               "attention_mask": (pos < length).astype(np.int64)}
-        out["word_ids"][flat] = self.word_ids[words]
-        out["pauses"][flat] = self.pauses[words]
+        input_ids = np.where(inside, self.pieces[src], sp.pad)
+        input_ids[:, 0] = sp.cls
+        input_ids[np.arange(size), lengths - 1] = sp.sep
+        mask = (pos < lengths[:, None]).astype(np.int64)
+        out = {"input_ids": input_ids, "word_ids": np.full(size * width, -1, dtype=np.int64),
+               "pauses": np.full(size * width, np.nan, dtype=np.float32),
+               "prev_pos": np.full(size * width, -1, dtype=np.int64),
+               "utt_start": np.zeros(size * width, dtype=np.float32)}
+        out["word_ids"][flat] = word_ids
+        out["pauses"][flat] = pauses
         out["prev_pos"][flat] = prev
-        out["utt_start"][flat] = self.utt_start[words]
-        return out
+        out["utt_start"][flat] = utt_start
+        batch = {k: torch.from_numpy(v.reshape(size, width)) for k, v in out.items()}
+        batch["attention_mask"] = torch.from_numpy(mask)
+        return batch
