@@ -121,16 +121,23 @@ def test_driver_needs_a_recipe_dir(tmp_path: Path) -> None:
     assert not (tmp_path / "exp").exists()
 
 
+def stage4(recipe: Path, *options: str, timeout: int = 300) -> subprocess.CompletedProcess:
+    """Stage 4 of the stage driver in ``recipe`` with ``options``."""
+    env = dict(os.environ, PUNCT_RECIPE_DIR=str(recipe))
+    return subprocess.run(
+        ["bash", str(ROOT / "utils" / "stage_driver.sh"), "--stage", "4", "--stop-stage", "4",
+         *options], cwd=recipe, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+POOL = ("--model-conf-dir", str(ROOT / "conf" / "model" / "tiny"), "--baseline-systems",
+        "brnn_text prosodic_pp", "--train-set", "nope", "--system-jobs", "2",
+        "--num-threads", "2")
+
+
 def test_driver_pool_runs_systems_at_once_and_names_the_failed_ones(tmp_path: Path) -> None:
     """Stage 4 with two job slots: both trainings start (their logs exist), both fail on a
     missing training set, and the driver exits naming both, without a done marker."""
-    tiny = ROOT / "conf" / "model" / "tiny"
-    env = dict(os.environ, PUNCT_RECIPE_DIR=str(tmp_path))
-    proc = subprocess.run(
-        ["bash", str(ROOT / "utils" / "stage_driver.sh"), "--stage", "4", "--stop-stage", "4",
-         "--model-conf-dir", str(tiny), "--baseline-systems", "brnn_text prosodic_pp",
-         "--train-set", "nope", "--system-jobs", "2", "--num-threads", "2"],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    proc = stage4(tmp_path, *POOL)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     failed = re.search(r"training failed: (.*) \(see exp", proc.stdout)
     assert failed and sorted(failed.group(1).split()) == ["brnn_text", "prosodic_pp"]
@@ -143,15 +150,9 @@ def test_driver_pool_runs_systems_at_once_and_names_the_failed_ones(tmp_path: Pa
 def test_driver_pool_gives_a_lone_training_every_thread(tmp_path: Path) -> None:
     """Two job slots but one system left to train (the other is done): it gets both
     threads, not one slot's share."""
-    tiny = ROOT / "conf" / "model" / "tiny"
     (tmp_path / "exp" / "brnn_text").mkdir(parents=True)
     (tmp_path / "exp" / "brnn_text" / ".done").touch()
-    env = dict(os.environ, PUNCT_RECIPE_DIR=str(tmp_path))
-    proc = subprocess.run(
-        ["bash", str(ROOT / "utils" / "stage_driver.sh"), "--stage", "4", "--stop-stage", "4",
-         "--model-conf-dir", str(tiny), "--baseline-systems", "brnn_text prosodic_pp",
-         "--train-set", "nope", "--system-jobs", "2", "--num-threads", "2"],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    proc = stage4(tmp_path, *POOL)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "brnn_text: trained already" in proc.stdout
     assert "training failed: prosodic_pp (see exp" in proc.stdout
@@ -162,11 +163,8 @@ def test_driver_pool_gives_a_lone_training_every_thread(tmp_path: Path) -> None:
 def test_driver_stops_at_a_bad_config_before_training(tmp_path: Path) -> None:
     (tmp_path / "bad.yaml").write_text("family: brnn\nlabel_set: iwslt4\nmodel: {hiden: 3}\n",
                                        encoding="utf-8")
-    env = dict(os.environ, PUNCT_RECIPE_DIR=str(tmp_path))
-    proc = subprocess.run(
-        ["bash", str(ROOT / "utils" / "stage_driver.sh"), "--stage", "4", "--stop-stage", "4",
-         "--model-conf-dir", str(tmp_path), "--baseline-systems", "bad"],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    proc = stage4(tmp_path, "--model-conf-dir", str(tmp_path), "--baseline-systems", "bad",
+                  timeout=120)
     assert proc.returncode == 1
     assert "bad.yaml:3: unknown key model.hiden" in proc.stderr
     assert not (tmp_path / ".stages" / "4.done").exists()
