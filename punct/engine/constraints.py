@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import functools
 import itertools
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -219,34 +219,51 @@ def _documents(seqs: Sequence[WordSeq], edges: Edges | None, marks: np.ndarray
     return docs
 
 
-class _Checker:
-    """Whether given decisions break a rule, for many documents at once.
-
-    A word without any mark the machine looks at (code 0) only clears the "sentence
-    ended" bit, so the machine is stepped in Python only at the words with such marks
-    and at each document's last word (its moves cached by (state, code)); the capital
-    rule is checked on arrays (a word is entered "ended" when it opens its document in
-    that state or follows a sentence-final mark)."""
+class MoveTable:
+    """The machine's moves over one word's marks in columns ``cols``, coded as bits (mark k
+    of ``cols`` is bit k): (next state, a rule broken, the document would end broken
+    there) by (state, code), each computed once."""
 
     def __init__(self, rules: DocRules, labels: Sequence[str], cols: np.ndarray):
         self.rules, self.cols = rules, cols
         self.names = [labels[c] for c in cols]
         self.weights = 1 << np.arange(len(cols), dtype=np.int64)
-        # the machine only reads the rule marks (an exclusive set's COMMA is no move)
-        self.rule_bits = int(sum(int(w) for w, name in zip(self.weights, self.names,
-                                                            strict=True)
-                                 if name in RULE_MARKS))
-        self.end_bits = int(sum(int(w) for w, name in zip(self.weights, self.names,
-                                                           strict=True)
-                                if name in SENTENCE_END))
         self.cache: dict[tuple[int, int], tuple[int, bool, bool]] = {}
 
-    def _move(self, state: int, code: int) -> tuple[int, bool, bool]:
-        marks = [m for b, m in enumerate(self.names) if code >> b & 1]
-        nxt, broken = self.rules.step(state, marks)
-        move = (nxt, bool(broken), bool(self.rules.finish(nxt, marks)))
-        self.cache[state, code] = move
-        return move
+    def codes(self, marks: np.ndarray) -> np.ndarray:
+        """The code of each row of ``marks`` (N, P)."""
+        return marks[:, self.cols] @ self.weights
+
+    def bits(self, names: Collection[str]) -> int:
+        """The bits of the marks ``names``."""
+        return int(sum(int(w) for w, name in zip(self.weights, self.names, strict=True)
+                       if name in names))
+
+    def move(self, state: int, code: int) -> tuple[int, bool, bool]:
+        """The move from ``state`` over the marks of ``code``."""
+        found = self.cache.get((state, code))
+        if found is None:
+            marks = [m for b, m in enumerate(self.names) if code >> b & 1]
+            nxt, broken = self.rules.step(state, marks)
+            found = (nxt, bool(broken), bool(self.rules.finish(nxt, marks)))
+            self.cache[state, code] = found
+        return found
+
+
+class _Checker:
+    """Whether given decisions break a rule, for many documents at once.
+
+    A word without any mark the machine looks at (code 0) only clears the "sentence
+    ended" bit, so the machine is stepped in Python only at the words with such marks
+    and at each document's last word (``MoveTable``); the capital rule is checked on
+    arrays (a word is entered "ended" when it opens its document in that state or
+    follows a sentence-final mark)."""
+
+    def __init__(self, rules: DocRules, labels: Sequence[str], cols: np.ndarray):
+        self.table = MoveTable(rules, labels, cols)
+        # the machine only reads the rule marks (an exclusive set's COMMA is no move)
+        self.rule_bits = self.table.bits(RULE_MARKS)
+        self.end_bits = self.table.bits(SENTENCE_END)
 
     def scan(self, docs: Sequence[_Doc], starts: Sequence[int], marks: np.ndarray,
              caps: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
@@ -259,7 +276,7 @@ class _Checker:
         np.cumsum(lengths[:-1], out=first[1:])
         last = first + lengths - 1
         kept = np.concatenate([d.kept for d in docs])
-        codes = (marks[kept][:, self.cols] @ self.weights) & self.rule_bits
+        codes = self.table.codes(marks[kept]) & self.rule_bits
         doc_of = np.repeat(np.arange(n_docs), lengths)
         start = np.asarray(starts, dtype=np.int64)
         broken = np.zeros(n_docs, dtype=bool)
@@ -277,9 +294,9 @@ class _Checker:
         ends = np.fromiter((d.ends for d in docs), dtype=bool, count=n_docs)
         # without pairs no move breaks a rule and the state before a word never matters
         # to the next: only each document's last word is stepped
-        visit = np.union1d(np.flatnonzero(codes), last) if self.rules.pairs else last
+        visit = np.union1d(np.flatnonzero(codes), last) if self.table.rules.pairs else last
         end_state = np.zeros(n_docs, dtype=np.int64)
-        cache, move = self.cache, self._move
+        move = self.table.move
         doc, state, prev = -1, 0, 0
         for m, d, code in zip(visit.tolist(), doc_of[visit].tolist(), codes[visit].tolist(),
                               strict=True):
@@ -287,7 +304,7 @@ class _Checker:
                 doc, state, prev = d, int(start[d]), int(first[d]) - 1
             if m - prev > 1:  # words without rule marks in between
                 state &= OPEN_BITS
-            state, bad, done = cache.get((state, code)) or move(state, code)
+            state, bad, done = move(state, code)
             prev = m
             if bad:
                 broken[d] = True

@@ -18,6 +18,7 @@ import numpy as np
 from punct.engine.constraints import (
     Candidates,
     Edges,
+    MoveTable,
     best_moves,
     candidate_scores,
     candidates,
@@ -31,33 +32,22 @@ FIRST_CAP = CAP_LABELS.index("FIRST_CAP")
 
 
 class _Checker:
-    """Whether given decisions break a rule: the machine run over them, its moves cached
-    by (state, rule marks of the word)."""
+    """Whether given decisions break a rule: the machine run over them word by word."""
 
     def __init__(self, rules: DocRules, labels: Sequence[str], cols: np.ndarray):
-        self.rules, self.cols = rules, cols
-        self.names = [labels[c] for c in cols]
-        self.weights = 1 << np.arange(len(cols), dtype=np.int64)
-        self.cache: dict[tuple[int, int], tuple[int, bool, bool]] = {}
-
-    def _move(self, state: int, code: int) -> tuple[int, bool, bool]:
-        marks = [m for b, m in enumerate(self.names) if code >> b & 1]
-        nxt, broken = self.rules.step(state, marks)
-        move = (nxt, bool(broken), bool(self.rules.finish(nxt, marks)))
-        self.cache[state, code] = move
-        return move
+        self.table = MoveTable(rules, labels, cols)
 
     def breaks(self, marks: np.ndarray, caps: np.ndarray | None, words: list[str],
                start: int, ends: bool) -> tuple[bool, int]:
         """Whether one document's decisions break a rule; the state after them."""
-        codes = (marks[:, self.cols] @ self.weights).tolist()
+        codes = self.table.codes(marks).tolist()
         caps_list = caps.tolist() if caps is not None else None
         state, done = start, False
         for j, code in enumerate(codes):
             if caps_list is not None and caps_list[j] == 0 and state & ENDED \
                     and is_cased(words[j]):
                 return True, state
-            state, broken, done = self.cache.get((state, code)) or self._move(state, code)
+            state, broken, done = self.table.move(state, code)
             if broken:
                 return True, state
         return bool(ends and codes and done), state
