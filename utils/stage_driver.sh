@@ -76,10 +76,15 @@ marker() {
   if [ -n "$stage_tag" ] && [ "$1" -ge 2 ]; then echo ".stages/$stage_tag/$1.done"
   else echo ".stages/$1.done"; fi
 }
-# stage_begin N NAME: true when stage N is in range and not done (or forced).
+# stage_pending N: stage N is in range and not done (or forced).
+stage_pending() {
+  [ "$stage" -le "$1" ] && [ "$stop_stage" -ge "$1" ] || return 1
+  [ ! -f "$(marker "$1")" ] || $force
+}
+# stage_begin N NAME: true when stage N is pending (it logs the start, or why not).
 stage_begin() {
   [ "$stage" -le "$1" ] && [ "$stop_stage" -ge "$1" ] || return 1
-  if [ -f "$(marker "$1")" ] && ! $force; then
+  if ! stage_pending "$1"; then
     log "Stage $1 ($2): already done ($(marker "$1"); --force true to rerun)"
     return 1
   fi
@@ -326,11 +331,6 @@ if stage_begin 3 "dump: acoustic features ($feature_streams), label statistics, 
   stage_end 3 dump
 fi
 
-# stage_pending N: stage N is in range and not done (or forced).
-stage_pending() {
-  [ "$stage" -le "$1" ] && [ "$stop_stage" -ge "$1" ] || return 1
-  [ ! -f "$(marker "$1")" ] || $force
-}
 # With several job slots and both stages to run, stages 4 and 5 share one pool: the
 # transformer systems first (the longest, as a rule), every system after the one its
 # init_from names. Stage 4's marker then holds the time of both and stage 5's none.

@@ -287,9 +287,8 @@ class _Checker:
             lower = ended & (caps[kept] == 0)
             hits = np.flatnonzero(lower)
             if hits.size:
-                words = [w for d in docs for w in d.words]
-                cased = np.fromiter((_cased(words[m]) for m in hits.tolist()), dtype=bool,
-                                    count=hits.size)
+                cased = cased_flags([docs[d].words[m - first[d]] for m, d in
+                                     zip(hits.tolist(), doc_of[hits].tolist(), strict=True)])
                 broken[doc_of[hits[cased]]] = True
         ends = np.fromiter((d.ends for d in docs), dtype=bool, count=n_docs)
         # without pairs no move breaks a rule and the state before a word never matters
@@ -441,7 +440,7 @@ def constrain(marks: np.ndarray, caps: np.ndarray | None, punct: np.ndarray,
     rules = DocRules.for_labels(labels)
     cand = candidates(labels, exclusive, allowed)
     marks, caps = marks.copy(), None if caps is None else caps.copy()
-    cap = cap if caps is not None else None
+    cap = cap if caps is not None else None  # casing by rule: no cap scores
     thr = np.asarray(threshold, dtype=np.float64)
     docs = _documents(seqs, edges, marks)
     check = _Checker(rules, labels, cand.cols)
@@ -496,15 +495,13 @@ def _apply(found: Sequence[tuple[_Doc, _Found]], marks: np.ndarray,
     kept = np.concatenate([doc.kept for doc, _ in found])
     marks[kept[:, None], cand.cols[None, :]] = cand.sets[
         np.concatenate([f.choice for _, f in found])]
-    if caps is None or cap is None:
+    if caps is None or cap is None:  # casing by rule
         return
     entered = np.concatenate([f.entered for _, f in found])
     hits = np.flatnonzero(((entered & ENDED) != 0) & (caps[kept] == 0))
     if hits.size:
         words = [w for doc, _ in found for w in doc.words]
-        cased = np.fromiter((_cased(words[j]) for j in hits.tolist()), dtype=bool,
-                            count=hits.size)
-        g = kept[hits[cased]]
+        g = kept[hits[cased_flags([words[j] for j in hits.tolist()])]]
         caps[g] = _FIRST_CAP + cap[g, 1:].argmax(axis=1)
 
 
