@@ -2,8 +2,8 @@
 :class:`Config` in one validation pass, with ``--set`` overrides.
 
 A config has the top-level keys ``family``, ``label_set``, ``featurizer``, ``model``,
-``train``, ``decode`` and ``init_from``. Every section is a dataclass whose defaults are the
-only place defaults live: ``train`` (:class:`TrainSection`, with ``optimizer`` and
+``train``, ``decode``, ``init_from`` and ``soup``. Every section is a dataclass whose
+defaults are the only place defaults live: ``train`` (:class:`TrainSection`, with ``optimizer`` and
 ``augment``), ``decode`` (:class:`DecodeSection`), and, declared by each family next to its
 model, ``model`` (``Family.options``) and ``featurizer`` (``Family.featurizer_options``).
 :func:`load_config` checks every key's name, type and value, nested sections included;
@@ -53,7 +53,8 @@ AUGMENT_SOURCES = ("frequent", "confusable")
 AUGMENT_MAX_RATE = 0.5
 AUGMENT_MAX_PHONE_DISTANCE = 2
 TOP_LEVEL = ("family", "label_set", "featurizer", "model", "train", "decode", "init_from",
-             "init_config")
+             "soup", "init_config")
+SOUP_MIN_SYSTEMS = 2
 
 
 class OptionError(Exception):
@@ -221,7 +222,9 @@ class Config:
 
     ``featurizer`` and ``model`` are instances of the family's ``featurizer_options`` and
     ``options`` types. ``init_config`` is the resolved config of the ``init_from``
-    experiment, added by the trainer. ``source`` names the file it was read from."""
+    experiment, added by the trainer. ``soup`` lists the experiment directories whose
+    weights a soup system averages instead of training (``punct.train.soup``).
+    ``source`` names the file it was read from."""
 
     family: str
     label_set: str = "full13"
@@ -230,6 +233,7 @@ class Config:
     train: TrainSection = field(default_factory=TrainSection)
     decode: DecodeSection = field(default_factory=DecodeSection)
     init_from: str | None = None
+    soup: tuple[str, ...] = ()
     init_config: Config | None = None
     source: str | None = field(default=None, compare=False, repr=False)
 
@@ -257,6 +261,7 @@ class Config:
             "train": dataclasses.asdict(self.train),
             "decode": dataclasses.asdict(self.decode),
             "init_from": self.init_from,
+            "soup": list(self.soup),
         }
         if self.init_config is not None:
             out["init_config"] = self.init_config.to_dict()
@@ -430,6 +435,22 @@ def family_option_types(family_name: str, key: tuple[str, ...], origins: Origins
     return family.featurizer_options, family.options, family
 
 
+def _soup_systems(value: Any, init_from: str | None, key: tuple[str, ...],
+                  origins: Origins) -> tuple[str, ...]:
+    """The ``soup:`` list: at least two distinct experiment paths, and no ``init_from``."""
+    if value is None or value == []:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise input_error(f"soup = {value!r} is not a list of experiment paths", key, origins)
+    if len(value) < SOUP_MIN_SYSTEMS or len(set(value)) != len(value):
+        raise input_error(f"soup = {value!r}: a soup averages at least {SOUP_MIN_SYSTEMS} "
+                          "different systems", key, origins)
+    if init_from is not None:
+        raise input_error("soup and init_from exclude each other (a soup is not trained)",
+                          key, origins)
+    return tuple(value)
+
+
 def build_config(raw: dict[str, Any], origins: Origins | None = None,
                  key: tuple[str, ...] = ()) -> Config:
     """A typed :class:`Config` from resolved plain data (one pass over every section)."""
@@ -456,6 +477,7 @@ def build_config(raw: dict[str, Any], origins: Origins | None = None,
     if init_from is not None and not isinstance(init_from, str):
         raise input_error(f"init_from = {init_from!r} is not a path", (*key, "init_from"),
                           origins)
+    soup = _soup_systems(raw.get("soup"), init_from, (*key, "soup"), origins)
     init_raw = raw.get("init_config")
     config = Config(
         family=name, label_set=label_set,
@@ -465,6 +487,7 @@ def build_config(raw: dict[str, Any], origins: Origins | None = None,
         train=build_section(TrainSection, raw.get("train"), (*key, "train"), origins),
         decode=build_section(DecodeSection, raw.get("decode"), (*key, "decode"), origins),
         init_from=init_from,
+        soup=soup,
         init_config=(None if init_raw is None
                      else build_config(init_raw, origins, (*key, "init_config"))),
         source=origin_of(origins, ())[0],

@@ -48,7 +48,13 @@ def test_waves_order_systems_after_the_one_they_start_from(
 
 
 def test_waves_chain_and_cycle() -> None:
-    inits = {"c": "exp/b", "b": "exp/a", "a": None, "d": "/elsewhere/model"}
-    assert system_info.training_waves(inits) == [["a", "d"], ["b"], ["c"]]
+    starts = {"c": ["exp/b"], "b": ["exp/a"], "a": [], "d": ["/elsewhere/model"]}
+    assert system_info.training_waves(starts) == [["a", "d"], ["b"], ["c"]]
     with pytest.raises(system_info.PunctInputError, match="cycle among x, y"):
-        system_info.training_waves({"x": "exp/y", "y": "exp/x"})
+        system_info.training_waves({"x": ["exp/y"], "y": ["exp/x"]})
+
+
+def test_waves_put_a_soup_after_all_its_systems() -> None:
+    # the soup waits for the last of its ingredients, whichever wave that is in
+    starts = {"soup": ["exp/a", "exp/ft", "/elsewhere/x"], "a": [], "ft": ["exp/a"]}
+    assert system_info.training_waves(starts) == [["a"], ["ft"], ["soup"]]

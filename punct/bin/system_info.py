@@ -10,8 +10,9 @@
 - ``decodes_mixed_sets`` / ``pr_curves``: the systems (config file stems) whose family
   declares it, one per line;
 - ``waves``: the systems in training order, one wave per line (space-separated): a system
-  whose ``init_from`` names another of the systems (``exp/<name>``) comes in a later wave
-  than that one, and the systems of one wave may train at once.
+  whose ``init_from`` names another of the systems (``exp/<name>``), or whose ``soup``
+  lists others, comes in a later wave than those, and the systems of one wave may train
+  at once.
 
 The stage driver (run.sh) uses it so that it never names a model family.
 """
@@ -19,7 +20,7 @@ The stage driver (run.sh) uses it so that it never names a model family.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from punct.config import Config, load_config
@@ -35,33 +36,39 @@ def system_streams(config: Config, family: Family) -> list[str]:
     return streams + [s for s in family.needs_streams if s not in streams]
 
 
-def training_waves(inits: dict[str, str | None]) -> list[list[str]]:
-    """Systems grouped so that each trains in a later wave than the system it starts from.
+def training_waves(starts: Mapping[str, Sequence[str]]) -> list[list[str]]:
+    """Systems grouped so that each trains in a later wave than the systems it starts from.
 
-    ``inits`` maps each system to its ``init_from`` path (or None); a path whose last
-    part is another of the systems is a dependency, any other path is outside the run.
+    ``starts`` maps each system to the experiment paths it starts from (its ``init_from``,
+    or the systems its ``soup`` averages); a path whose last part is another of the systems
+    is a dependency, any other path is outside the run.
     """
-    depends = {name: Path(init).name if init and Path(init).name in inits else None
-               for name, init in inits.items()}
+    depends = {name: {Path(path).name for path in paths if Path(path).name in starts}
+               for name, paths in starts.items()}
     waves: list[list[str]] = []
     placed: dict[str, int] = {}
-    while len(placed) < len(inits):
-        ready = [name for name in inits if name not in placed
-                 and (depends[name] is None or depends[name] in placed)]
+    while len(placed) < len(starts):
+        ready = [name for name in starts if name not in placed
+                 and depends[name] <= set(placed)]
         if not ready:
-            cycle = sorted(set(inits) - set(placed))
-            raise PunctInputError(f"init_from forms a cycle among {', '.join(cycle)}")
+            cycle = sorted(set(starts) - set(placed))
+            raise PunctInputError(f"init_from/soup form a cycle among {', '.join(cycle)}")
         for name in ready:
             placed[name] = len(waves)
         waves.append(ready)
     return waves
 
 
+def starts_from(config: Config) -> list[str]:
+    """The experiment paths a system needs before it can train: ``init_from``, ``soup``."""
+    return [*([config.init_from] if config.init_from else []), *config.soup]
+
+
 def answer(query: str, configs: Sequence[Path]) -> list[str]:
     """The output lines of ``query`` over the systems of ``configs``."""
     if query == "waves":
-        inits = {path.stem: load_config(path).init_from for path in configs}
-        return [" ".join(wave) for wave in training_waves(inits)]
+        starts = {path.stem: starts_from(load_config(path)) for path in configs}
+        return [" ".join(wave) for wave in training_waves(starts)]
     lines: list[str] = []
     streams: list[str] = []
     for path in configs:

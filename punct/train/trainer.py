@@ -48,15 +48,12 @@ from punct.data.augment import Augmenter, TrainingAugmenter, word_counts
 from punct.data.confusable import load_neighbours
 from punct.data.sequences import cut_seq, load_data_dir, rows_to_seq
 from punct.data.windows import batched
-from punct.engine.combinations import combination_matrix, seen_combinations
-from punct.engine.decode import decide, decode_settings, hypothesis_rows, predict_words
+from punct.engine.combinations import seen_combinations
 from punct.engine.precision import autocast_dtype, resolve_precision
 from punct.errors import MissingDataError, PunctInputError
 from punct.labels import LabelSet, get_label_set
-from punct.models.base import Featurizer, PunctModel, Registry, Window
+from punct.models.base import Registry, Window
 from punct.models.checkpoint import load_checkpoint
-from punct.models.marks import model_pos_weight
-from punct.score.metrics import score_tables
 from punct.train.batching import device_batch, prefetch_depth, prefetched
 from punct.train.byte_dropout import apply_dropout_masks
 from punct.train.checkpoint import (
@@ -68,11 +65,12 @@ from punct.train.checkpoint import (
     save_atomic,
     save_resumable,
 )
+from punct.train.dev_eval import batch_on_device, evaluate, tune_dev_thresholds
 from punct.train.distributed import Dist, StepReduction, loss_weight, shard
 from punct.train.env import collect_env
 from punct.train.optim import build_optimizer, lr_factor
 from punct.train.seed import capture_rng_state, restore_rng_state, seed_everything
-from punct.train.thresholds import tune_thresholds, write_thresholds
+from punct.train.soup import build_soup
 from punct.wordtable import WordRow, read_word_table
 
 CHECKPOINT_FORMAT = 2
@@ -98,57 +96,6 @@ class Logger:
     def close(self) -> None:
         if self.file is not None:
             self.file.close()
-
-
-def _to_device(batch: dict[str, torch.Tensor], device: torch.device) -> dict[str, torch.Tensor]:
-    """The batch on ``device``: from pinned memory without blocking on CUDA."""
-    if device.type == "cpu":
-        return batch
-    if device.type == "cuda":
-        return {key: value.pin_memory().to(device, non_blocking=True)
-                for key, value in batch.items()}
-    return {key: value.to(device) for key, value in batch.items()}
-
-
-def _mean_loss(model: PunctModel, featurizer: Featurizer, windows: list[Window],
-               batch_size: int, device: torch.device | str = "cpu") -> float:
-    """Mean loss over windows (weighted by batch size), without gradients."""
-    if not windows:
-        return float("nan")
-    was_training = model.training
-    model.eval()
-    total, count = 0.0, 0
-    with torch.no_grad():
-        for chunk in batched(windows, batch_size):
-            batch = _to_device(featurizer.collate(chunk), torch.device(device))
-            total += float(model.loss(batch)) * len(chunk)
-            count += len(chunk)
-    model.train(was_training)
-    return total / count
-
-
-def evaluate(model: PunctModel, featurizer: Featurizer, config: Config,
-             dev_utts: dict[str, Any], dev_seqs: list[Any], dev_loss_windows: list[Window],
-             device: torch.device | str = "cpu") -> dict[str, float | None]:
-    """Dev loss and dev micro-F1 (decoded with the shared decoder and decode settings, as
-    stage 6 decodes the set, ``mid_stream`` marker included)."""
-    device = torch.device(device)
-    labels = get_label_set(config.label_set).labels
-    st = decode_settings(config, device)
-    pred = predict_words(model, featurizer, dev_seqs, st.window, st.stride,
-                         batch_size=st.batch_size, bf16=st.bf16, aggregate=st.aggregate,
-                         device=device, exclusive=st.exclusive)
-    marks, caps = decide(pred, dev_seqs, labels, st.threshold, st.exclusive,
-                         st.combinations, st.constraints)
-    out: dict[str, float | None] = {
-        "dev_loss": _mean_loss(model, featurizer, dev_loss_windows,
-                               config.train.batch_size, device)
-    }
-    hyp = hypothesis_rows(dev_utts, dev_seqs, marks, caps, labels)
-    summary = score_tables(dev_utts, hyp, config.label_set)["all"]
-    out["dev_micro_f1"] = summary["micro_f1"]
-    out["dev_cap_micro_f1"] = summary["cap_micro_f1"] if pred.cap is not None else None
-    return out
 
 
 def _prepare_init(config: Config) -> tuple[Config | None, Path | None]:
@@ -217,6 +164,8 @@ def train_experiment(config: Config, train_dir: str | Path, dev_dir: str | Path,
     seed = config.train.seed
     if progress is None:
         progress = not quiet and sys.stderr.isatty()
+    if config.soup:  # built from trained systems, not trained
+        return _build_soup(config, Path(dev_dir), exp_dir, threads, quiet, dist)
     init_cfg, init_dir = _prepare_init(config)
     if init_cfg is not None:
         config = config.replace(init_config=init_cfg)
@@ -239,6 +188,21 @@ def train_experiment(config: Config, train_dir: str | Path, dev_dir: str | Path,
             return run.train(resume, t0)
     finally:
         log.close()
+
+
+def _build_soup(config: Config, dev_dir: Path, exp_dir: Path, threads: int | None,
+                quiet: bool, dist: Dist) -> dict[str, Any]:
+    """A ``soup:`` system (``punct.train.soup``), built by rank 0 while the others wait."""
+    summary: dict[str, Any] = {"rank": dist.rank}
+    if dist.is_main:
+        (exp_dir / "train.log").unlink(missing_ok=True)
+        log = Logger(exp_dir / "train.log", quiet)
+        try:
+            summary = build_soup(config, dev_dir, exp_dir, dist.device, threads, log)
+        finally:
+            log.close()
+    dist.barrier()
+    return summary
 
 
 @dataclass
@@ -423,7 +387,7 @@ class _Run:
         mine = shard(chunk, self.dist.rank, self.dist.world_size)
         if not mine:
             return None
-        return _to_device(self.featurizer.collate([self.train_windows[i] for i in mine]),
+        return batch_on_device(self.featurizer.collate([self.train_windows[i] for i in mine]),
                           self.device)
 
     def _step(self, batch: dict[str, torch.Tensor] | None, epoch: int) -> StepReduction:
@@ -507,26 +471,11 @@ class _Run:
 
     def _tune_thresholds(self) -> None:
         """Rank 0, multi-label sets: per-mark thresholds of the best model on dev."""
-        label_set = get_label_set(self.config.label_set)
-        if label_set.exclusive or not self.tcfg.tune_thresholds:
+        if get_label_set(self.config.label_set).exclusive or not self.tcfg.tune_thresholds:
             return
-        state = load_checkpoint(self.exp_dir / BEST)
-        self.model.load_state_dict(state["model"])
-        st = decode_settings(self.config, self.device)
-        pred = predict_words(self.model, self.featurizer, self.dev_seqs, st.window, st.stride,
-                             batch_size=st.batch_size, bf16=st.bf16, aggregate=st.aggregate,
-                             device=self.device)
-        ref = np.concatenate([s.punct for s in self.dev_seqs], axis=0) > 0.5
-        allowed = (None if st.combinations is None
-                   else combination_matrix(st.combinations, label_set.labels))
-        tuned = tune_thresholds(pred.punct, ref, label_set.labels, float(st.threshold),
-                                allowed=allowed, pos_weight=model_pos_weight(self.model))
-        write_thresholds(self.exp_dir, label_set.name, tuned)
-        self.log(f"thresholds tuned on dev: micro-F1 {tuned.f1_before:.4f} at "
-                 f"{st.threshold} -> {tuned.f1_after:.4f}; "
-                 + " ".join(f"{k}={v:.2f}" for k, v in tuned.thresholds.items()))
-        self.log("dev predicted/reference per mark: " + " ".join(
-            f"{k}={'n/a' if r is None else f'{r:.2f}'}" for k, r in tuned.ratios.items()))
+        self.model.load_state_dict(load_checkpoint(self.exp_dir / BEST)["model"])
+        tune_dev_thresholds(self.model, self.featurizer, self.config, self.dev_seqs,
+                            self.exp_dir, self.device, self.log)
 
     def _epoch_windows(self, epoch: int) -> list[Window]:
         """The training windows of ``epoch``: those of the whole utterances in epoch 1 (and

@@ -1,0 +1,112 @@
+"""Weight soups (punct.train.soup): averaging, the checks on the ingredients, and a soup
+system built by train_experiment that decodes like a trained one."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from helpers.trainset import TINY, make_set
+
+from punct.config import resolve_config
+from punct.data.sequences import load_data_dir
+from punct.errors import PunctInputError
+from punct.labels import get_label_set
+from punct.models.base import Registry
+from punct.models.checkpoint import load_checkpoint
+from punct.train.dev_eval import evaluate
+from punct.train.soup import average_states
+from punct.train.trainer import train_experiment
+
+NAMES = ["exp/a", "exp/b", "exp/c"]
+
+
+def test_average_states_means_floats_and_keeps_equal_integers() -> None:
+    states = [{"w": torch.tensor([1.0, 2.0]), "ids": torch.tensor([0, 1])},
+              {"w": torch.tensor([3.0, 6.0]), "ids": torch.tensor([0, 1])},
+              {"w": torch.tensor([2.0, 1.0]), "ids": torch.tensor([0, 1])}]
+    soup = average_states(states, NAMES)
+    assert soup["w"].tolist() == [2.0, 3.0]
+    assert soup["w"].dtype == torch.float32
+    assert soup["ids"].tolist() == [0, 1]
+
+
+@pytest.mark.parametrize(("other", "message"), [
+    ({"w": torch.zeros(3), "ids": torch.tensor([0, 1])}, r"w is \(3,\) in exp/b"),
+    ({"w": torch.zeros(2), "ids": torch.tensor([1, 0])}, "ids differs between exp/b"),
+    ({"w": torch.zeros(2)}, "exp/b and exp/a hold different weights"),
+])
+def test_average_states_refuses_what_cannot_be_averaged(other: dict[str, torch.Tensor],
+                                                         message: str) -> None:
+    first = {"w": torch.zeros(2), "ids": torch.tensor([0, 1])}
+    with pytest.raises(PunctInputError, match=message):
+        average_states([first, other], NAMES[:2])
+
+
+def test_config_soup_needs_two_systems_and_no_init_from() -> None:
+    assert resolve_config({**TINY, "soup": ["exp/a", "exp/b"]}).soup == ("exp/a", "exp/b")
+    with pytest.raises(PunctInputError, match="at least 2 different systems"):
+        resolve_config({**TINY, "soup": ["exp/a", "exp/a"]})
+    with pytest.raises(PunctInputError, match="exclude each other"):
+        resolve_config({**TINY, "soup": ["exp/a", "exp/b"], "init_from": "exp/a"})
+    with pytest.raises(PunctInputError, match="not a list of experiment paths"):
+        resolve_config({**TINY, "soup": "exp/a"})
+
+
+@pytest.fixture(scope="module")
+def ingredients(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Two tiny BRNNs trained on the same data with different seeds."""
+    root = tmp_path_factory.mktemp("soup")
+    make_set(root / "train", 60, 1)
+    make_set(root / "dev", 15, 2)
+    for name, seed in (("a", 1), ("b", 2)):
+        config = resolve_config(TINY, ["train.epochs=2", f"train.seed={seed}"])
+        train_experiment(config, root / "train", root / "dev", root / name, quiet=True)
+    return root
+
+
+def test_soup_system_averages_its_systems_and_scores_on_dev(ingredients: Path) -> None:
+    root = ingredients
+    systems = [str(root / "a"), str(root / "b")]
+    config = resolve_config({**TINY, "soup": systems})
+    summary = train_experiment(config, root / "train", root / "dev", root / "soup",
+                               quiet=True)
+    a, b = (load_checkpoint(root / n / "best.pt")["model"] for n in ("a", "b"))
+    soup = load_checkpoint(root / "soup" / "best.pt")["model"]
+    for key, value in soup.items():
+        if value.is_floating_point():
+            assert torch.allclose(value, (a[key] + b[key]) / 2, atol=1e-7), key
+        else:  # e.g. masks: equal in both systems, kept
+            assert torch.equal(value, a[key]) and torch.equal(value, b[key]), key
+    history = json.loads((root / "soup" / "history.json").read_text())
+    assert len(history) == 1
+    assert history[0]["soup"] == systems and history[0]["best"] is True
+    assert summary["best_epoch"] == 0
+    assert summary["dev_micro_f1"] == history[0]["dev_micro_f1"]
+    assert 0.0 < summary["dev_micro_f1"] <= 1.0
+    assert (root / "soup" / "featurizer").is_dir()
+    assert "soup brnn of 2 systems" in (root / "soup" / "train.log").read_text()
+    # the soup decodes as a trained system does: its written dev figure is reproduced
+    family = Registry.get("brnn")
+    saved = resolve_config(json.loads(json.dumps(config.to_dict())))
+    featurizer = family.load_featurizer(root / "soup" / "featurizer", saved)
+    model = family.make_model(saved, featurizer)
+    model.load_state_dict(soup)
+    utts, seqs = load_data_dir(root / "dev", get_label_set("full13"))
+    again = evaluate(model, featurizer, saved, utts, seqs, featurizer.windows(seqs, 16, 16))
+    assert again["dev_micro_f1"] == pytest.approx(summary["dev_micro_f1"])
+
+
+def test_soup_refuses_systems_of_another_architecture(ingredients: Path,
+                                                      tmp_path: Path) -> None:
+    config = resolve_config({**TINY, "model": {"hidden": 32},
+                             "soup": [str(ingredients / "a"), str(ingredients / "b")]})
+    with pytest.raises(PunctInputError, match=r"differs from the soup's config in model\.hidden"):
+        train_experiment(config, ingredients / "train", ingredients / "dev", tmp_path / "s",
+                         quiet=True)
+    missing = resolve_config({**TINY, "soup": [str(ingredients / "a"), str(tmp_path / "x")]})
+    with pytest.raises(PunctInputError, match=r"no best\.pt in"):
+        train_experiment(missing, ingredients / "train", ingredients / "dev",
+                         tmp_path / "s2", quiet=True)
