@@ -15,8 +15,8 @@ export PUNCT_RECIPE_DIR=$PWD
 exec ../../../utils/stage_driver.sh --corpus iwslt2012 --model-conf-dir conf/model --aligner none \
   --test-sets "test2011 test2011_full test2011asr dev dev_asrsim dev_tts dev_tts_asr" \
   --baseline-systems brnn_text \
-  --transformer-systems "nagy nagy_fp32 nagy_asr nagy_asr_half nagy_asr_mix courtland courtland_adamw courtland_frozen autopunct_text" \
-  --system-dev-sets "nagy_asr:dev_asrsim nagy_asr_half:dev_asrsim nagy_asr_mix:dev_asrsim" \
+  --transformer-systems "nagy nagy_fp32 nagy_asr nagy_asr_half nagy_asr_mix nagy_asr_soup courtland courtland_adamw courtland_frozen autopunct_text" \
+  --system-dev-sets "nagy_asr:dev_asrsim nagy_asr_half:dev_asrsim nagy_asr_mix:dev_asrsim nagy_asr_soup:dev_asrsim" \
   --asr-pairs "test2011:test2011asr dev:dev_asrsim dev_tts:dev_tts_asr" \
   --report-layouts "courtland nagy" \
   --export-dir exp/export/en --export-train-data "IWSLT 2012 TED talks, English, lower-cased (Che et al. 2016 package)" \
