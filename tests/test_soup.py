@@ -13,9 +13,12 @@ from helpers.trainset import TINY, make_set
 from punct.config import resolve_config
 from punct.data.sequences import load_data_dir
 from punct.errors import PunctInputError
+from punct.export.card import training_section
+from punct.export.select import training_facts
 from punct.labels import get_label_set
 from punct.models.base import Registry
 from punct.models.checkpoint import load_checkpoint
+from punct.score.training import system_training
 from punct.train.dev_eval import evaluate
 from punct.train.soup import average_states
 from punct.train.trainer import train_experiment
@@ -110,3 +113,21 @@ def test_soup_refuses_systems_of_another_architecture(ingredients: Path,
     with pytest.raises(PunctInputError, match=r"no best\.pt in"):
         train_experiment(missing, ingredients / "train", ingredients / "dev",
                          tmp_path / "s2", quiet=True)
+
+
+def test_soup_training_record_and_model_card_name_its_systems(ingredients: Path) -> None:
+    root = ingredients
+    systems = [str(root / "a"), str(root / "b")]
+    exp = root / "soup_card"
+    train_experiment(resolve_config({**TINY, "soup": systems}), root / "train", root / "dev",
+                     exp, quiet=True)
+    record = system_training(exp)
+    assert record is not None
+    assert record["epochs"] == 0 and record["best_epoch"] is None
+    assert record["soup_of"] == ", ".join(systems)
+    facts = training_facts(exp)
+    assert set(facts["ingredients"]) == {"a", "b"}
+    assert facts["ingredients"]["a"]["epochs"] == 2  # the trained system's own record
+    text = "\n".join(training_section(facts))
+    assert f"Not trained: the mean of the weights of {', '.join(systems)}" in text
+    assert text.count("| a | ") == 1 and text.count("| b | ") == 1

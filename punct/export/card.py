@@ -74,7 +74,22 @@ TRAINING_FIELDS = (("train_minutes", "training time (minutes)"), ("epochs", "epo
 
 
 def training_section(training: Mapping[str, Any]) -> list[str]:
-    """Lines with the training record (``punct.score.training.system_training``)."""
+    """Lines with the training record (``punct.score.training.system_training``); for a
+    weight soup, what it averages and the record of each of those systems
+    (``training["ingredients"]``: system -> record)."""
+    if training.get("soup_of"):
+        lines = ["## Training",
+                 f"Not trained: the mean of the weights of {training['soup_of']} (a weight "
+                 f"soup, built in {training.get('train_minutes')} minutes at commit "
+                 f"{training.get('git_sha')}). Their training:", ""]
+        ingredients = training.get("ingredients") or {}
+        lines += ["| system | " + " | ".join(name for _, name in TRAINING_FIELDS) + " |",
+                  "|---" * (len(TRAINING_FIELDS) + 1) + "|"]
+        for system, record in ingredients.items():
+            cells = ["not recorded" if record.get(k) is None else str(record[k])
+                     for k, _ in TRAINING_FIELDS]
+            lines.append(f"| {system} | " + " | ".join(cells) + " |")
+        return [*lines, ""]
     lines = ["## Training", "| | |", "|---|---|"]
     for key, name in TRAINING_FIELDS:
         value = training.get(key)

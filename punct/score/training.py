@@ -35,7 +35,8 @@ def logged_precision(log_path: Path) -> str | None:
 def system_training(exp_dir: Path) -> dict[str, object] | None:
     """The training record of one experiment: minutes, epochs, best epoch, commit, threads,
     device and precision (None when it has no ``history.json``, e.g. a system that was not
-    trained)."""
+    trained); a weight soup (``punct.train.soup``) has 0 epochs and ``soup_of``, the
+    systems it averages."""
     history_path = exp_dir / "history.json"
     if not history_path.is_file():
         return None
@@ -45,6 +46,15 @@ def system_training(exp_dir: Path) -> dict[str, object] | None:
     env_path = exp_dir / "env.json"
     env = _read_json(env_path) if env_path.is_file() else {}
     best = [row["epoch"] for row in history if row.get("best")]
+    soup = history[0].get("soup") if len(history) == 1 else None
+    if soup:  # built by punct.train.soup: no epoch trained
+        return {
+            "train_minutes": round(float(history[0].get("seconds", 0.0)) / 60, 1),
+            "epochs": 0, "best_epoch": None, "soup_of": ", ".join(soup),
+            "git_sha": str(env.get("git_sha") or "unknown")[:10],
+            "threads": env.get("threads"), "device": env.get("device"), "cpu": env.get("cpu"),
+            "precision": None,
+        }
     return {
         "train_minutes": round(sum(float(row.get("seconds", 0.0)) for row in history) / 60, 1),
         "epochs": len(history),
