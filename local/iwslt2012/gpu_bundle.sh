@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Everything local/iwslt2012/gpu_check.sh needs on a GPU machine that has PyTorch and
-# transformers but no network and not this project's extras, in one folder to carry:
+# Everything local/iwslt2012/gpu_check.sh needs on a GPU machine without network that has
+# PyTorch, transformers, numpy, scipy, pandas, sacrebleu and tabulate (as the lent GPU
+# machines' image does) but not this project's other extras, in one folder to carry:
 #   encoder/           the default encoder, weights in float16 (punct.bin.pack_encoder)
 #   iwslt_data.tar.xz  the prepared IWSLT sets (stages 0-1 of egs/iwslt2012/punct1)
 #   che/               Che's dev2012 and test2011 (the engine benchmark's input)

@@ -10,7 +10,10 @@
 # Data, encoder and wheels: --bundle DIR unpacks what local/iwslt2012/gpu_bundle.sh packed
 # (on a machine without network or this project's extras); without it, the IWSLT sets must
 # be prepared (stages 0-1) and CHE_DIR name Che's dev2012 and test2011 files. Everything it
-# writes goes under OUT_DIR (logs, tables, benchmark JSON, and a tarball of them).
+# writes goes under OUT_DIR (logs, tables, benchmark JSON), and OUT_DIR.tar.gz beside it
+# (so OUT_DIR is a subfolder of whatever folder is fetched, e.g. $OUT/check). The machine
+# must have PyTorch, transformers, numpy, scipy, pandas, sacrebleu and tabulate (the lent
+# GPU machines' image has them); the bundle adds soundfile and kaldiio.
 # Each step has its own time limit (seconds; DRIVER_LIMIT, BENCH_LIMIT, ENGINE_LIMIT in the
 # environment), after which it and its children are killed, and writes its log under
 # OUT_DIR as it runs: call the script without a pipe (a pipe stays open while any child
@@ -24,12 +27,12 @@ bundle=""
 if [ "${1:-}" = --bundle ]; then
   [ $# -ge 3 ] || { echo "$usage" >&2; exit 1; }
   bundle=$(cd "$2" && pwd) || exit 1
-  out=$(mkdir -p "$3" && cd "$3" && pwd)
+  out=$(mkdir -p "$3" && cd "$3" && pwd) || exit 1
   che=$bundle/che
   shift 3
 else
   [ $# -ge 2 ] || { echo "$usage" >&2; exit 1; }
-  out=$(mkdir -p "$1" && cd "$1" && pwd)
+  out=$(mkdir -p "$1" && cd "$1" && pwd) || exit 1
   che=$(cd "$2" && pwd) || exit 1
   shift 2
 fi

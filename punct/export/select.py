@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from punct.errors import MissingDataError, PunctInputError
-from punct.score.training import system_training
+from punct.score.training import soup_members, system_training
 
 
 @dataclass(frozen=True)
@@ -64,15 +64,7 @@ def training_facts(exp_dir: Path) -> dict[str, Any]:
     """The card's training facts of one experiment (empty when it has no history); for a
     weight soup also those of the systems it averages (``ingredients``)."""
     facts: dict[str, Any] = dict(system_training(exp_dir) or {})
-    if facts.get("soup_of"):
-        facts["ingredients"] = {
-            Path(path).name: system_training(_soup_member(exp_dir, path)) or {}
-            for path in str(facts["soup_of"]).split(", ")}
+    members = soup_members(exp_dir)
+    if members:
+        facts["ingredients"] = {name: system_training(path) or {} for name, path in members}
     return facts
-
-
-def _soup_member(exp_dir: Path, path: str) -> Path:
-    """Where a soup's member lies: its path as written (relative to the recipe, where the
-    driver runs), else beside the soup's own directory."""
-    member = Path(path)
-    return member if member.is_dir() else exp_dir.parent / member.name

@@ -67,6 +67,24 @@ def system_training(exp_dir: Path) -> dict[str, object] | None:
     }
 
 
+def soup_members(exp_dir: Path) -> list[tuple[str, Path]]:
+    """The systems a weight soup averages, as its config wrote them and where they lie (the
+    paths resolved when it was built; else relative to the recipe, two levels above the
+    soup's directory). Empty for a system that is not a soup."""
+    history_path = exp_dir / "history.json"
+    if not history_path.is_file():
+        return []
+    history = _read_json(history_path)
+    if not isinstance(history, list) or len(history) != 1 or not history[0].get("soup"):
+        return []
+    written = [str(p) for p in history[0]["soup"]]
+    resolved = history[0].get("soup_resolved") or []
+    if len(resolved) != len(written):
+        resolved = [str(p) if Path(p).is_absolute() else str(exp_dir.parent.parent / p)
+                    for p in written]
+    return [(name, Path(path)) for name, path in zip(written, resolved, strict=True)]
+
+
 def collect_training(exp_dir: Path, systems: list[str]) -> dict[str, dict[str, object]]:
     """System -> training record, for the systems that have one."""
     out = {}

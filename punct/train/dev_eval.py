@@ -34,7 +34,7 @@ def batch_on_device(batch: dict[str, torch.Tensor], device: torch.device
 
 
 def mean_loss(model: PunctModel, featurizer: Featurizer, windows: list[Window],
-               batch_size: int, device: torch.device | str = "cpu") -> float:
+              batch_size: int, device: torch.device | str = "cpu") -> float:
     """Mean loss over windows (weighted by batch size), without gradients."""
     if not windows:
         return float("nan")
@@ -65,7 +65,7 @@ def evaluate(model: PunctModel, featurizer: Featurizer, config: Config,
                          st.combinations, st.constraints)
     out: dict[str, float | None] = {
         "dev_loss": mean_loss(model, featurizer, dev_loss_windows,
-                               config.train.batch_size, device)
+                              config.train.batch_size, device)
     }
     hyp = hypothesis_rows(dev_utts, dev_seqs, marks, caps, labels)
     summary = score_tables(dev_utts, hyp, config.label_set)["all"]

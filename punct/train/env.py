@@ -78,4 +78,6 @@ def collect_env(seed: int | None = None, threads: int | None = None) -> dict[str
         "device": "cuda" if torch.cuda.is_available() else "cpu",
         "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "argv": list(sys.argv),
+        # the default encoder from another directory (e.g. a float16-packed copy)
+        "encoder_dir": os.environ.get("PUNCT_ENCODER_DIR") or None,
     }

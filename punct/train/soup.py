@@ -5,9 +5,13 @@ experiments, uniformly (the "uniform soup" of Wortsman et al. 2022, *Model soups
 works for fine-tunes of one pretrained encoder that stay in one basin of the loss, e.g. the
 same system trained on clean and on ASR-like text: the mean often scores above each of
 them on both conditions, at the cost of one model. The ingredients must share the soup's
-family, label set, ``model`` and ``featurizer`` sections (same architecture, same
-tokenizer); every floating-point tensor is averaged, any other tensor (position ids) must
-be equal everywhere.
+family, label set, ``model`` and ``featurizer`` sections and the same trained featurizer
+(byte-identical ``featurizer/`` directories: the same vocabulary or tokenizer, fitted on
+the same training data); every floating-point tensor is averaged (batch-norm running
+statistics too, not recomputed), a batch-norm step counter takes the largest value, and
+any other tensor (position ids) must be equal everywhere. Paths are relative to the
+working directory (the recipe's, as for ``init_from``); the history row records them as
+written and resolved.
 
 :func:`build_soup` writes an experiment directory like the trainer's (``config.yaml``,
 ``env.json``, ``featurizer/`` of the first ingredient, ``best.pt``, ``train.log``, one row
@@ -17,6 +21,7 @@ decoding, scoring, the reports and export treat it as any trained system.
 
 from __future__ import annotations
 
+import filecmp
 import json
 import shutil
 import time
@@ -38,6 +43,8 @@ from punct.train.env import collect_env
 
 SHARED_SECTIONS = ("family", "label_set", "model", "featurizer")
 """What every ingredient must share with the soup's own config."""
+COUNTER_SUFFIX = "num_batches_tracked"
+"""Batch-norm step counters: integers that differ between runs; the soup keeps the largest."""
 
 
 def check_ingredient(config: Config, ingredient: Config, where: Path) -> None:
@@ -74,7 +81,9 @@ def average_states(states: Sequence[Mapping[str, torch.Tensor]], names: Sequence
             if other.shape != tensor.shape:
                 raise PunctInputError(f"soup: {key} is {tuple(other.shape)} in {name}, "
                                       f"{tuple(tensor.shape)} in {names[0]}")
-        if tensor.is_floating_point():
+        if key.endswith(COUNTER_SUFFIX):
+            out[key] = torch.stack(tensors).max()
+        elif tensor.is_floating_point():
             total = torch.zeros(tensor.shape, dtype=torch.float64)
             for other in tensors:
                 total += other.to(torch.float64)
@@ -88,17 +97,38 @@ def average_states(states: Sequence[Mapping[str, torch.Tensor]], names: Sequence
     return out
 
 
-def load_ingredients(config: Config) -> tuple[list[Path], list[dict[str, torch.Tensor]]]:
-    """The soup's experiment directories and their ``best.pt`` model weights (checked)."""
+def same_tree(a: Path, b: Path) -> bool:
+    """Whether directories ``a`` and ``b`` hold the same files with the same bytes."""
+    cmp = filecmp.dircmp(a, b)
+    if cmp.left_only or cmp.right_only or cmp.funny_files:
+        return False
+    _, mismatch, errors = filecmp.cmpfiles(a, b, cmp.common_files, shallow=False)
+    if mismatch or errors:
+        return False
+    return all(same_tree(a / sub, b / sub) for sub in cmp.common_dirs)
+
+
+def check_soup(config: Config) -> list[Path]:
+    """The soup's experiment directories, each checked: a ``best.pt``, the soup's
+    architecture, the first one's trained featurizer."""
     dirs = [Path(entry) for entry in config.soup]
-    states = []
     for exp_dir in dirs:
         if not (exp_dir / BEST).is_file():
             raise MissingDataError(f"soup: no {BEST} in {exp_dir} (train that system first)",
                                    exp_dir)
         check_ingredient(config, load_config(exp_dir / "config.yaml"), exp_dir)
-        states.append(load_checkpoint(exp_dir / BEST)["model"])
-    return dirs, states
+        if not same_tree(dirs[0] / "featurizer", exp_dir / "featurizer"):
+            raise PunctInputError(f"soup: {exp_dir}/featurizer differs from "
+                                  f"{dirs[0]}/featurizer (another vocabulary or tokenizer: "
+                                  "systems trained on other data cannot be averaged)",
+                                  exp_dir / "featurizer")
+    return dirs
+
+
+def load_ingredients(config: Config) -> tuple[list[Path], list[dict[str, torch.Tensor]]]:
+    """The soup's experiment directories and their ``best.pt`` model weights (checked)."""
+    dirs = check_soup(config)
+    return dirs, [load_checkpoint(exp_dir / BEST)["model"] for exp_dir in dirs]
 
 
 def build_soup(config: Config, dev_dir: Path, exp_dir: Path, device: torch.device,
@@ -132,7 +162,8 @@ def build_soup(config: Config, dev_dir: Path, exp_dir: Path, device: torch.devic
     if config.train.tune_thresholds:
         tune_dev_thresholds(model, featurizer, config, dev_seqs, exp_dir, device, log)
     seconds = round(time.perf_counter() - t0, 2)
-    record = {"epoch": 0, "soup": names, **dev, "seconds": seconds, "best": True}
+    record = {"epoch": 0, "soup": names, "soup_resolved": [str(d.resolve()) for d in dirs],
+              **dev, "seconds": seconds, "best": True}
     (exp_dir / "history.json").write_text(json.dumps([record], indent=1) + "\n",
                                           encoding="utf-8")
     log(f"done: soup dev micro-F1 {dev['dev_micro_f1']:.4f} dev loss {dev['dev_loss']:.4f} "

@@ -1,6 +1,7 @@
 """The training loop shared by every model family.
 
-``train_experiment(config, train_dir, dev_dir, exp_dir)``: seeds everything from
+``train_experiment(config, train_dir, dev_dir, exp_dir)`` (a ``soup:`` config is built by
+``punct.train.soup`` instead of trained): seeds everything from
 ``train.seed``, fits the family's featurizer on the training set only (or reuses the
 featurizer of ``init_from``), trains with the configured optimizer (linear warm-up in
 steps, restarted when a frozen encoder starts training, then ``lr_decay`` none, linear
@@ -70,7 +71,7 @@ from punct.train.distributed import Dist, StepReduction, loss_weight, shard
 from punct.train.env import collect_env
 from punct.train.optim import build_optimizer, lr_factor
 from punct.train.seed import capture_rng_state, restore_rng_state, seed_everything
-from punct.train.soup import build_soup
+from punct.train.soup import build_soup, check_soup
 from punct.wordtable import WordRow, read_word_table
 
 CHECKPOINT_FORMAT = 2
@@ -164,12 +165,12 @@ def train_experiment(config: Config, train_dir: str | Path, dev_dir: str | Path,
     seed = config.train.seed
     if progress is None:
         progress = not quiet and sys.stderr.isatty()
+    config = _resolve_combinations(config, Path(train_dir))
     if config.soup:  # built from trained systems, not trained
         return _build_soup(config, Path(dev_dir), exp_dir, threads, quiet, dist)
     init_cfg, init_dir = _prepare_init(config)
     if init_cfg is not None:
         config = config.replace(init_config=init_cfg)
-    config = _resolve_combinations(config, Path(train_dir))
     if resume:
         _check_resume_config(config, exp_dir)
     elif dist.is_main:
@@ -192,7 +193,9 @@ def train_experiment(config: Config, train_dir: str | Path, dev_dir: str | Path,
 
 def _build_soup(config: Config, dev_dir: Path, exp_dir: Path, threads: int | None,
                 quiet: bool, dist: Dist) -> dict[str, Any]:
-    """A ``soup:`` system (``punct.train.soup``), built by rank 0 while the others wait."""
+    """A ``soup:`` system (``punct.train.soup``), built by rank 0 while the others wait
+    (every rank checks the systems first, so that a bad soup stops them all at once)."""
+    check_soup(config)
     summary: dict[str, Any] = {"rank": dist.rank}
     if dist.is_main:
         (exp_dir / "train.log").unlink(missing_ok=True)
@@ -388,7 +391,7 @@ class _Run:
         if not mine:
             return None
         return batch_on_device(self.featurizer.collate([self.train_windows[i] for i in mine]),
-                          self.device)
+                               self.device)
 
     def _step(self, batch: dict[str, torch.Tensor] | None, epoch: int) -> StepReduction:
         self.optimizer.zero_grad(set_to_none=True)
