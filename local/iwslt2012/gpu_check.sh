@@ -10,10 +10,11 @@
 # Data, encoder and wheels: --bundle DIR unpacks what local/iwslt2012/gpu_bundle.sh packed
 # (on a machine without network or this project's extras); without it, the IWSLT sets must
 # be prepared (stages 0-1) and CHE_DIR name Che's dev2012 and test2011 files. Everything it
-# writes goes under OUT_DIR (logs, tables, benchmark JSON), and OUT_DIR.tar.gz beside it
-# (so OUT_DIR is a subfolder of whatever folder is fetched, e.g. $OUT/check). The machine
-# must have PyTorch, transformers, numpy, scipy, pandas, sacrebleu and tabulate (the lent
-# GPU machines' image has them); the bundle adds soundfile and kaldiio.
+# writes goes under OUT_DIR (logs, tables, benchmark JSON), and OUT_DIR.tar.gz beside it:
+# the one file to fetch from a remote machine (e.g. OUT_DIR=/tmp/check, then copy
+# /tmp/check.tar.gz where files are fetched from). The machine must have PyTorch,
+# transformers, numpy, scipy, pandas, sacrebleu and tabulate (the lent GPU machines' image
+# has them); the bundle adds soundfile and kaldiio.
 # Each step has its own time limit (seconds; DRIVER_LIMIT, BENCH_LIMIT, ENGINE_LIMIT in the
 # environment), after which it and its children are killed, and writes its log under
 # OUT_DIR as it runs: call the script without a pipe (a pipe stays open while any child
