@@ -76,7 +76,7 @@ transformers.__version__, torch.cuda.is_available() and torch.cuda.get_device_na
   for family in autopunct nagy courtland; do
     for rules in "" --no-constraints; do
       tag=$family${rules:+_norules}
-      limited "${ENGINE_LIMIT:-60}" python -m punct.bin.bench_engine --stub-encoder \
+      limited "${ENGINE_LIMIT:-120}" python -m punct.bin.bench_engine --stub-encoder \
         --iwslt "$che/dev2012" --iwslt "$che/test2011" --family "$family" --reps 3 $rules \
         --json "$out/engine_$tag.json" > "$out/engine_$tag.log" 2>&1
     done
