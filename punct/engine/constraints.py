@@ -314,6 +314,16 @@ class _Checker:
         return broken, end_state
 
 
+def entry_cap_scores(cap: np.ndarray, cased: np.ndarray, cand: Candidates) -> np.ndarray:
+    """(n, S): each word's cap score of entering each state: after a sentence end a cased
+    word must take a capital (its best capital label), elsewhere its best label
+    (log-probabilities of the cap head, ``cap`` (n, 3))."""
+    logc = np.log(np.clip(cap.astype(np.float64), 1e-12, None))
+    ended = np.array([bool(s & ENDED) for s in cand.states])
+    need = ended[None, :] & cased[:, None]
+    return np.where(need, logc[:, 1:].max(axis=1)[:, None], logc.max(axis=1)[:, None])
+
+
 @dataclass
 class _Moves:
     """The move tables of the words that may need a search (the words of the searched
@@ -337,13 +347,9 @@ def _moves(docs: Sequence[_Doc], order: Sequence[int], punct: np.ndarray,
         row += len(docs[k].kept)
     scores = candidate_scores(punct[kept], cand, thr, exclusive)
     best, arg = best_moves(scores, cand.step)
-    adj = np.zeros((len(kept), len(cand.states)))
-    if cap is not None:
-        logc = np.log(np.clip(cap[kept].astype(np.float64), 1e-12, None))
-        ended = np.array([bool(s & ENDED) for s in cand.states])
-        cased = cased_flags([w for k in order for w in docs[k].words])
-        need = ended[None, :] & cased[:, None]
-        adj = np.where(need, logc[:, 1:].max(axis=1)[:, None], logc.max(axis=1)[:, None])
+    adj = (np.zeros((len(kept), len(cand.states))) if cap is None else
+           entry_cap_scores(cap[kept], cased_flags([w for k in order for w in docs[k].words]),
+                            cand))
     return _Moves(first, scores, best, arg, adj)
 
 

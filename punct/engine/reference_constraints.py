@@ -22,6 +22,7 @@ from punct.engine.constraints import (
     best_moves,
     candidate_scores,
     candidates,
+    entry_cap_scores,
     through_word,
 )
 from punct.engine.doc_rules import ENDED, DocRules, is_cased, needs_capital
@@ -68,12 +69,8 @@ def _moves(kept: list[int], words: list[str], punct: np.ndarray, cap: np.ndarray
            cand: Candidates, thr: np.ndarray, exclusive: bool) -> _Moves:
     scores = candidate_scores(punct[kept], cand, thr, exclusive)
     best, arg = best_moves(scores, cand.step)
-    adj = np.zeros((len(kept), len(cand.states)))
-    if cap is not None:
-        logc = np.log(np.clip(cap[kept].astype(np.float64), 1e-12, None))
-        ended = np.array([bool(s & ENDED) for s in cand.states])
-        need = ended[None, :] & np.array([is_cased(w) for w in words])[:, None]
-        adj = np.where(need, logc[:, 1:].max(axis=1)[:, None], logc.max(axis=1)[:, None])
+    adj = (np.zeros((len(kept), len(cand.states))) if cap is None else
+           entry_cap_scores(cap[kept], np.array([is_cased(w) for w in words]), cand))
     return _Moves({g: r for r, g in enumerate(kept)}, scores, best, arg, adj)
 
 
@@ -111,10 +108,10 @@ def _viterbi(moves: _Moves, kept: list[int], scores_last: np.ndarray | None,
 
 
 def reference_constrain(marks: np.ndarray, caps: np.ndarray | None, punct: np.ndarray,
-              cap: np.ndarray | None, seqs: Sequence[WordSeq], labels: Sequence[str],
-              threshold: float | np.ndarray, exclusive: bool = False,
-              allowed: np.ndarray | None = None, edges: Edges | None = None
-              ) -> tuple[np.ndarray, np.ndarray | None]:
+                        cap: np.ndarray | None, seqs: Sequence[WordSeq],
+                        labels: Sequence[str], threshold: float | np.ndarray,
+                        exclusive: bool = False, allowed: np.ndarray | None = None,
+                        edges: Edges | None = None) -> tuple[np.ndarray, np.ndarray | None]:
     """Decisions that obey the rules: ``marks`` (N, P) and ``caps`` (N,) (None when
     casing is by rule) made per word, rewritten per document where they break one.
     ``punct``/``cap``: the model's probabilities; ``allowed``: the combination matrix of

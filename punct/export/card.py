@@ -73,6 +73,10 @@ TRAINING_FIELDS = (("train_minutes", "training time (minutes)"), ("epochs", "epo
                    ("git_sha", "commit"))
 
 
+def _cell(value: Any) -> str:
+    return "not recorded" if value is None else str(value)
+
+
 def training_section(training: Mapping[str, Any]) -> list[str]:
     """Lines with the training record (``punct.score.training.system_training``); for a
     weight soup, what it averages and the record of each of those systems
@@ -86,14 +90,12 @@ def training_section(training: Mapping[str, Any]) -> list[str]:
         lines += ["| system | " + " | ".join(name for _, name in TRAINING_FIELDS) + " |",
                   "|---" * (len(TRAINING_FIELDS) + 1) + "|"]
         for system, record in ingredients.items():
-            cells = ["not recorded" if record.get(k) is None else str(record[k])
-                     for k, _ in TRAINING_FIELDS]
+            cells = [_cell(record.get(k)) for k, _ in TRAINING_FIELDS]
             lines.append(f"| {system} | " + " | ".join(cells) + " |")
         return [*lines, ""]
     lines = ["## Training", "| | |", "|---|---|"]
     for key, name in TRAINING_FIELDS:
-        value = training.get(key)
-        lines.append(f"| {name} | {'not recorded' if value is None else value} |")
+        lines.append(f"| {name} | {_cell(training.get(key))} |")
     return [*lines, ""]
 
 

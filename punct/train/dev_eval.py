@@ -15,22 +15,12 @@ from punct.config import Config
 from punct.data.windows import batched
 from punct.engine.combinations import combination_matrix
 from punct.engine.decode import decide, decode_settings, hypothesis_rows, predict_words
+from punct.engine.transfer import batch_to_device
 from punct.labels import get_label_set
 from punct.models.base import Featurizer, PunctModel, Window
 from punct.models.marks import model_pos_weight
 from punct.score.metrics import score_tables
 from punct.train.thresholds import tune_thresholds, write_thresholds
-
-
-def batch_on_device(batch: dict[str, torch.Tensor], device: torch.device
-                    ) -> dict[str, torch.Tensor]:
-    """The batch on ``device``: from pinned memory without blocking on CUDA."""
-    if device.type == "cpu":
-        return batch
-    if device.type == "cuda":
-        return {key: value.pin_memory().to(device, non_blocking=True)
-                for key, value in batch.items()}
-    return {key: value.to(device) for key, value in batch.items()}
 
 
 def mean_loss(model: PunctModel, featurizer: Featurizer, windows: list[Window],
@@ -43,7 +33,7 @@ def mean_loss(model: PunctModel, featurizer: Featurizer, windows: list[Window],
     total, count = 0.0, 0
     with torch.no_grad():
         for chunk in batched(windows, batch_size):
-            batch = batch_on_device(featurizer.collate(chunk), torch.device(device))
+            batch = batch_to_device(featurizer.collate(chunk), torch.device(device))
             total += float(model.loss(batch)) * len(chunk)
             count += len(chunk)
     model.train(was_training)

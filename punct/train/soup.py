@@ -13,10 +13,11 @@ any other tensor (position ids) must be equal everywhere. Paths are relative to 
 working directory (the recipe's, as for ``init_from``); the history row records them as
 written and resolved.
 
-:func:`build_soup` writes an experiment directory like the trainer's (``config.yaml``,
-``env.json``, ``featurizer/`` of the first ingredient, ``best.pt``, ``train.log``, one row
-of ``history.json`` with the soup's dev figures, thresholds for multi-label sets), so that
-decoding, scoring, the reports and export treat it as any trained system.
+:func:`build_soup` fills an experiment directory that the trainer has started
+(``config.yaml``, ``env.json``, ``train.log``) as a training would: ``featurizer/`` of
+the first system, ``best.pt``, one row of ``history.json`` with the soup's dev figures,
+thresholds for multi-label sets; so decoding, scoring, the reports and export treat it as
+any trained system. ``punct.train.trainer.train_experiment`` calls both.
 """
 
 from __future__ import annotations
@@ -31,15 +32,14 @@ from typing import Any
 
 import torch
 
-from punct.config import Config, load_config, save_config
+from punct.config import Config, load_config
 from punct.data.sequences import load_data_dir
 from punct.errors import MissingDataError, PunctInputError
 from punct.labels import get_label_set
 from punct.models.base import Registry
 from punct.models.checkpoint import load_checkpoint
-from punct.train.checkpoint import BEST, clear_checkpoints, save_atomic
+from punct.train.checkpoint import BEST, save_atomic
 from punct.train.dev_eval import evaluate, tune_dev_thresholds
-from punct.train.env import collect_env
 
 SHARED_SECTIONS = ("family", "label_set", "model", "featurizer")
 """What every ingredient must share with the soup's own config."""
@@ -125,25 +125,15 @@ def check_soup(config: Config) -> list[Path]:
     return dirs
 
 
-def load_ingredients(config: Config) -> tuple[list[Path], list[dict[str, torch.Tensor]]]:
-    """The soup's experiment directories and their ``best.pt`` model weights (checked)."""
-    dirs = check_soup(config)
-    return dirs, [load_checkpoint(exp_dir / BEST)["model"] for exp_dir in dirs]
-
-
-def build_soup(config: Config, dev_dir: Path, exp_dir: Path, device: torch.device,
-               threads: int | None, log: Callable[[str], None]) -> dict[str, Any]:
-    """Average the soup's systems into ``exp_dir``, score it on ``dev_dir``; the summary
-    has the keys of the trainer's (``best_epoch`` 0: no epoch was trained)."""
+def build_soup(config: Config, dirs: Sequence[Path], dev_dir: Path, exp_dir: Path,
+               device: torch.device, log: Callable[[str], None]) -> dict[str, Any]:
+    """Average the systems ``dirs`` (checked by :func:`check_soup`) into ``exp_dir``, a
+    fresh experiment directory with the soup's ``config.yaml``, and score the soup on
+    ``dev_dir``; the summary has the keys of the trainer's (``best_epoch`` 0: no epoch was
+    trained)."""
     t0 = time.perf_counter()
-    dirs, states = load_ingredients(config)
     names = [str(d) for d in dirs]
-    save_config(config, exp_dir / "config.yaml")
-    (exp_dir / "env.json").write_text(
-        json.dumps(collect_env(config.train.seed, threads), indent=2) + "\n", encoding="utf-8")
-    for stale in ("history.json", "thresholds.json"):
-        (exp_dir / stale).unlink(missing_ok=True)
-    clear_checkpoints(exp_dir)
+    states = [load_checkpoint(d / BEST)["model"] for d in dirs]
     family = Registry.get(config.family)
     featurizer = family.load_featurizer(dirs[0] / "featurizer", config)
     shutil.rmtree(exp_dir / "featurizer", ignore_errors=True)

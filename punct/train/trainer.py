@@ -51,6 +51,7 @@ from punct.data.sequences import cut_seq, load_data_dir, rows_to_seq
 from punct.data.windows import batched
 from punct.engine.combinations import seen_combinations
 from punct.engine.precision import autocast_dtype, resolve_precision
+from punct.engine.transfer import batch_to_device
 from punct.errors import MissingDataError, PunctInputError
 from punct.labels import LabelSet, get_label_set
 from punct.models.base import Registry, Window
@@ -66,7 +67,7 @@ from punct.train.checkpoint import (
     save_atomic,
     save_resumable,
 )
-from punct.train.dev_eval import batch_on_device, evaluate, tune_dev_thresholds
+from punct.train.dev_eval import evaluate, tune_dev_thresholds
 from punct.train.distributed import Dist, StepReduction, loss_weight, shard
 from punct.train.env import collect_env
 from punct.train.optim import build_optimizer, lr_factor
@@ -162,7 +163,6 @@ def train_experiment(config: Config, train_dir: str | Path, dev_dir: str | Path,
     dist = dist or Dist()
     exp_dir = Path(exp_dir)
     exp_dir.mkdir(parents=True, exist_ok=True)
-    seed = config.train.seed
     if progress is None:
         progress = not quiet and sys.stderr.isatty()
     config = _resolve_combinations(config, Path(train_dir))
@@ -174,12 +174,7 @@ def train_experiment(config: Config, train_dir: str | Path, dev_dir: str | Path,
     if resume:
         _check_resume_config(config, exp_dir)
     elif dist.is_main:
-        save_config(config, exp_dir / "config.yaml")
-        (exp_dir / "env.json").write_text(
-            json.dumps(collect_env(seed, threads), indent=2) + "\n", encoding="utf-8")
-        for stale in ("train.log", "history.json", "thresholds.json"):
-            (exp_dir / stale).unlink(missing_ok=True)
-        clear_checkpoints(exp_dir)
+        _start_experiment_dir(config, exp_dir, threads)
     dist.barrier()
     log = Logger(exp_dir / "train.log" if dist.is_main else None, quiet or not dist.is_main)
     try:
@@ -191,17 +186,28 @@ def train_experiment(config: Config, train_dir: str | Path, dev_dir: str | Path,
         log.close()
 
 
+def _start_experiment_dir(config: Config, exp_dir: Path, threads: int | None) -> None:
+    """A fresh experiment directory: ``config.yaml``, ``env.json``, no earlier log, history,
+    thresholds or checkpoints."""
+    save_config(config, exp_dir / "config.yaml")
+    (exp_dir / "env.json").write_text(
+        json.dumps(collect_env(config.train.seed, threads), indent=2) + "\n", encoding="utf-8")
+    for stale in ("train.log", "history.json", "thresholds.json"):
+        (exp_dir / stale).unlink(missing_ok=True)
+    clear_checkpoints(exp_dir)
+
+
 def _build_soup(config: Config, dev_dir: Path, exp_dir: Path, threads: int | None,
                 quiet: bool, dist: Dist) -> dict[str, Any]:
     """A ``soup:`` system (``punct.train.soup``), built by rank 0 while the others wait
     (every rank checks the systems first, so that a bad soup stops them all at once)."""
-    check_soup(config)
+    dirs = check_soup(config)
     summary: dict[str, Any] = {"rank": dist.rank}
     if dist.is_main:
-        (exp_dir / "train.log").unlink(missing_ok=True)
+        _start_experiment_dir(config, exp_dir, threads)
         log = Logger(exp_dir / "train.log", quiet)
         try:
-            summary = build_soup(config, dev_dir, exp_dir, dist.device, threads, log)
+            summary = build_soup(config, dirs, dev_dir, exp_dir, dist.device, log)
         finally:
             log.close()
     dist.barrier()
@@ -390,7 +396,7 @@ class _Run:
         mine = shard(chunk, self.dist.rank, self.dist.world_size)
         if not mine:
             return None
-        return batch_on_device(self.featurizer.collate([self.train_windows[i] for i in mine]),
+        return batch_to_device(self.featurizer.collate([self.train_windows[i] for i in mine]),
                                self.device)
 
     def _step(self, batch: dict[str, torch.Tensor] | None, epoch: int) -> StepReduction:
