@@ -15,7 +15,9 @@ from punct.engine.precision import BF16_CPU_FLAGS, cpu_flags
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
     """The CPU the suite runs on and whether it computes bf16 natively: tolerances and
-    times differ between CPU kinds (Intel with AVX512-BF16/AMX, AMD EPYC without)."""
+    times differ between CPU kinds (Intel with AVX512-BF16/AMX, AMD EPYC without), and
+    the SIMD level of torch's own kernels (lowered with ATEN_CPU_CAPABILITY=avx2 or
+    default to run the suite as on another CPU)."""
     model = "unknown CPU"
     try:
         for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
@@ -27,7 +29,7 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     native = sorted(cpu_flags() & BF16_CPU_FLAGS)
     bf16 = f"native ({', '.join(native)})" if native else "emulated (no AVX512-BF16/AMX)"
     return [f"cpu: {model} ({platform.machine()}), {torch.get_num_threads()} threads; "
-            f"bf16 {bf16}"]
+            f"bf16 {bf16}; torch kernels {torch.backends.cpu.get_cpu_capability()}"]
 
 # Test modules whose tiny models run far faster on one thread (no OpenMP contention
 # on a busy 2-core machine).

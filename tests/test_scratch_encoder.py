@@ -126,14 +126,21 @@ def test_errors(sp_model: Path, tmp_path: Path, capsys: pytest.CaptureFixture[st
 
 
 # Per family: model options, optimizer, training utterances, stride, lowest best dev F1.
-# Courtland's window layer has weights per window position: from a random encoder it
-# needs more windows and a larger step, and it overfits the tiny set after its best epoch.
+# The marks follow the words alone, so a family that learns reaches dev F1 1.0 here.
+# Courtland's paper head (weights per window position, no shared path) does not learn
+# that from a random encoder in 8 short epochs: its best dev F1 swung between 0.57 and
+# 0.61 with the CPU's kernels (AVX2 or AVX-512, same seed), so it sat on any bound a
+# test could set. With ``token_residual`` (a classifier shared by the positions) it
+# reaches 1.0 by epoch 3 under AVX-512, AVX2 and scalar kernels alike
+# (ATEN_CPU_CAPABILITY, ONEDNN_MAX_CPU_ISA, MKL_ENABLE_INSTRUCTIONS); the paper head's
+# own learning is tested in tests/test_courtland.py.
 SETTINGS = {
     "nagy": ({"hidden": 32, "dropout": 0.0, "encoder_lr": 3e-3},
              {"name": "adamw", "lr": 3e-3}, 160, 12, "mean", 0.9),
-    "courtland": ({"hidden": 16, "dropout": 0.2, "encoder_lr": 3e-3, "freeze_encoder_epochs": 0},
-                  {"name": "lookahead_radam", "lr": 3e-2, "k": 6, "alpha": 0.5}, 400, 4, "sum",
-                  0.6),
+    "courtland": ({"hidden": 16, "dropout": 0.2, "encoder_lr": 3e-3, "freeze_encoder_epochs": 0,
+                   "token_residual": True},
+                  {"name": "lookahead_radam", "lr": 1e-2, "k": 6, "alpha": 0.5}, 400, 4, "sum",
+                  0.9),
 }
 
 
