@@ -139,6 +139,7 @@ def test_pause_gain_table(recipe: Path) -> None:
         twin = json.loads((recipe / f"exp/{row['twin']}/{decode}/scores.json").read_text())
         expected = 100 * (ours["metrics"]["all"]["micro_f1"] - twin["metrics"]["all"]["micro_f1"])
         assert row["micro_gain"] == pytest.approx(expected, abs=0.11)
+        assert row["micro_gain_low"] <= row["micro_gain_high"] and 0 < row["micro_gain_p"] <= 1
     assert "## pause_gain" in (recipe / "RESULTS.md").read_text()
 
 

@@ -5,9 +5,13 @@
 
 Reads ``<exp-dir>/<system>/decode_<set>/scores.json`` of both systems of each pair and
 prints, per set, the micro- and macro-F1 (%) of both and their difference (pause-aware
-minus text-only). A pair whose scores are missing on a set is left out with a note on
-stderr (a recipe may train only some of its systems); a pair of two different label sets
-is an error. ``--json`` writes the rows, keyed ``<system> (<set>)``, for the report.
+minus text-only), with the 95 % interval and the p-value of the micro-F1 difference from a
+paired bootstrap over the set's utterances (``punct.score.significance``; ``--samples``
+draws, ``--seed``; the word tables each scores file names are read from the working
+directory, as the stage driver runs it). A pair whose scores are missing on a set is left
+out with a note on stderr (a recipe may train only some of its systems); a pair of two
+different label sets is an error. ``--json`` writes the rows, keyed ``<system> (<set>)``,
+for the report.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from pathlib import Path
 
 from punct.atomic import atomic_write_text
 from punct.errors import PunctInputError, report_error
+from punct.score.significance import DEFAULT_SAMPLES, compare_scores
 from punct.score.tables import load_scores
 
 
@@ -36,6 +41,9 @@ class PauseGain:
     macro_f1: float
     twin_macro_f1: float
     macro_gain: float
+    micro_gain_low: float  # the 95 % bootstrap interval of micro_gain
+    micro_gain_high: float
+    micro_gain_p: float  # two-sided p-value of micro_gain (paired bootstrap)
 
 
 def parse_pair(text: str) -> tuple[str, str]:
@@ -47,7 +55,8 @@ def parse_pair(text: str) -> tuple[str, str]:
     return system, twin
 
 
-def pair_gain(exp_dir: Path, system: str, twin: str, test_set: str) -> PauseGain | None:
+def pair_gain(exp_dir: Path, system: str, twin: str, test_set: str,
+              samples: int = DEFAULT_SAMPLES, seed: int = 0) -> PauseGain | None:
     """The gain of ``system`` over ``twin`` on ``test_set``; None when a score is missing."""
     paths = [exp_dir / name / f"decode_{test_set}" / "scores.json" for name in (system, twin)]
     missing = [p for p in paths if not p.is_file()]
@@ -63,9 +72,11 @@ def pair_gain(exp_dir: Path, system: str, twin: str, test_set: str) -> PauseGain
                               "different label sets", paths[1])
     micro, twin_micro = 100 * ours["micro_f1"], 100 * theirs["micro_f1"]
     macro, twin_macro = 100 * ours["macro_f1"], 100 * theirs["macro_f1"]
+    spread = compare_scores(paths[0], paths[1], samples, seed)
     return PauseGain(twin, test_set, labels, round(micro, 1), round(twin_micro, 1),
                      round(micro - twin_micro, 1), round(macro, 1), round(twin_macro, 1),
-                     round(macro - twin_macro, 1))
+                     round(macro - twin_macro, 1), round(spread.low, 1), round(spread.high, 1),
+                     round(spread.p_value, 3))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -76,19 +87,22 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--pair", action="append", default=[], required=True,
                    metavar="SYSTEM:TWIN", help="a pause-aware system and its text-only twin")
     p.add_argument("--json", type=Path, default=None, help="write the rows here (JSON)")
+    p.add_argument("--samples", type=int, default=DEFAULT_SAMPLES, help="bootstrap draws")
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
     args = p.parse_args(argv)
     try:
         pairs = [parse_pair(text) for text in args.pair]
         rows: dict[str, dict[str, object]] = {}
         for test_set in args.sets.split():
             for system, twin in pairs:
-                gain = pair_gain(args.exp_dir, system, twin, test_set)
+                gain = pair_gain(args.exp_dir, system, twin, test_set, args.samples, args.seed)
                 if gain is None:
                     continue
                 rows[f"{system} ({test_set})"] = asdict(gain)
                 print(f"{system} - {twin} on {test_set}: micro-F1 {gain.micro_f1:.1f} - "
-                      f"{gain.twin_micro_f1:.1f} = {gain.micro_gain:+.1f}, macro-F1 "
-                      f"{gain.macro_gain:+.1f}")
+                      f"{gain.twin_micro_f1:.1f} = {gain.micro_gain:+.1f} (95 % "
+                      f"[{gain.micro_gain_low:+.1f}, {gain.micro_gain_high:+.1f}], p "
+                      f"{gain.micro_gain_p:.3f}), macro-F1 {gain.macro_gain:+.1f}")
     except PunctInputError as err:
         return report_error("pause_gain", err)
     if args.json is not None:

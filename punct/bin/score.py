@@ -90,6 +90,7 @@ def build_scores(args: argparse.Namespace) -> dict[str, Any]:
         "ref": str(ref_path),
         "hyp": str(hyp_path),
         "utt2lang": args.utt2lang,
+        "nonspeech": args.nonspeech,
         "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "counts": {"utterances": metrics["all"]["utterances"],
                    "words": metrics["all"]["words"]},
