@@ -139,7 +139,9 @@ def test_pause_gain_table(recipe: Path) -> None:
         twin = json.loads((recipe / f"exp/{row['twin']}/{decode}/scores.json").read_text())
         expected = 100 * (ours["metrics"]["all"]["micro_f1"] - twin["metrics"]["all"]["micro_f1"])
         assert row["micro_gain"] == pytest.approx(expected, abs=0.11)
-        assert row["micro_gain_low"] <= row["micro_gain_high"] and 0 < row["micro_gain_p"] <= 1
+        assert 0 < row["micro_gain_p"] <= 1
+        if row["micro_gain_low"] is not None:  # None below 5 utterances (test_asr)
+            assert row["micro_gain_low"] <= row["micro_gain_high"]
     assert "## pause_gain" in (recipe / "RESULTS.md").read_text()
 
 

@@ -10,11 +10,11 @@ from helpers.scored import hypothesis, reference, score_system
 
 from punct.bin.pause_gain import main, pair_gain, parse_pair
 from punct.errors import PunctInputError
-from punct.wordtable import write_word_table
+from punct.wordtable import read_word_table, write_word_table
 
 
 def scored_set(root: Path, test_set: str, misses: dict[str, float],
-               label_set: str = "iwslt4") -> dict[str, float]:
+               label_set: str = "iwslt4") -> dict[str, tuple[float, float]]:
     """A reference set under root/data and one scored system per entry of ``misses``;
     their micro-F1 and macro-F1 in %."""
     ref = reference(30, 25, seed=len(test_set))
@@ -57,6 +57,13 @@ def test_gain_per_pair_and_set(tmp_path: Path, capsys: pytest.CaptureFixture[str
     captured = capsys.readouterr()
     assert f"{gain.micro_gain:+.1f} (95 % [" in captured.out
     assert "autopunct_dg vs autopunct_text on test left out" in captured.err
+    # the decoded word tables pruned since: the figures stay, without the test
+    (exp / "brnn_text" / "decode_test" / "words.tsv").unlink()
+    pruned = pair_gain(exp, "brnn_pause", "brnn_text", "test")
+    assert pruned is not None and pruned.micro_gain == gain.micro_gain
+    assert (pruned.micro_gain_low, pruned.micro_gain_high, pruned.micro_gain_p) == (
+        None, None, None)
+    assert "no significance test" in capsys.readouterr().err
 
 
 def test_bad_pairs_and_label_sets(tmp_path: Path) -> None:
@@ -65,8 +72,9 @@ def test_bad_pairs_and_label_sets(tmp_path: Path) -> None:
         with pytest.raises(PunctInputError, match="--pair expects"):
             parse_pair(bad)
     scored_set(tmp_path, "test", {"dense": 0.1}, "moro2")
-    score_system(tmp_path / "exp", "text", "test", tmp_path / "data" / "test" / "words.tsv",
-                 hypothesis(reference(30, 25, seed=4), 0.1, 0), "full13")
+    ref_path = tmp_path / "data" / "test" / "words.tsv"
+    score_system(tmp_path / "exp", "text", "test", ref_path,
+                 hypothesis(read_word_table(ref_path), 0.1, 0), "full13")
     with pytest.raises(PunctInputError, match="different label sets"):
         pair_gain(tmp_path / "exp", "dense", "text", "test")
     broken = tmp_path / "exp" / "broken" / "decode_test"

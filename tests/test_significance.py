@@ -1,4 +1,4 @@
-"""punct.score.significance: the paired bootstrap of two systems' micro-F1."""
+"""punct.score.significance: paired tests of two systems' micro-F1 over utterances."""
 
 from __future__ import annotations
 
@@ -9,14 +9,22 @@ import numpy as np
 import pytest
 from helpers.scored import hypothesis, reference, score_system
 
-from punct.errors import PunctInputError
+from punct.bin import significance as cli
+from punct.errors import MissingDataError, PunctInputError
 from punct.score.metrics import ClassCounts, score_tables
-from punct.score.significance import compare_scores, micro_f1, paired_bootstrap
-from punct.wordtable import write_word_table
+from punct.score.significance import (
+    compare_counts,
+    compare_scores,
+    micro_f1,
+    utterance_counts,
+)
+from punct.wordtable import WordRow, write_word_table
+
+Scored = tuple[Path, Path, dict[str, list[WordRow]]]
 
 
 @pytest.fixture
-def scored(tmp_path: Path) -> tuple[Path, Path, dict]:
+def scored(tmp_path: Path) -> Scored:
     ref = reference(40, 30)
     ref_path = tmp_path / "data" / "test" / "words.tsv"
     ref_path.parent.mkdir(parents=True)
@@ -32,7 +40,7 @@ def test_micro_f1_of_counts_is_the_scorers() -> None:
 
 def test_equal_systems_differ_by_nothing() -> None:
     counts = np.random.default_rng(0).integers(0, 9, size=(20, 3))
-    result = paired_bootstrap(counts, counts.copy(), samples=200)
+    result = compare_counts(counts, counts.copy(), samples=200)
     assert (result.delta, result.low, result.high, result.p_value) == (0.0, 0.0, 0.0, 1.0)
 
 
@@ -41,14 +49,26 @@ def test_a_better_system_everywhere_is_significant_and_the_pair_is_symmetric() -
     tp = rng.integers(5, 10, size=30)
     good = np.stack([tp, np.zeros(30, int), np.ones(30, int)], axis=1)
     bad = np.stack([tp - 3, np.full(30, 2), np.full(30, 4)], axis=1)
-    ab = paired_bootstrap(good, bad, samples=500, seed=3)
+    ab = compare_counts(good, bad, samples=500, seed=3)
     assert ab.delta == pytest.approx(float(micro_f1(good.sum(0)) - micro_f1(bad.sum(0))))
+    assert ab.low is not None and ab.high is not None
     assert 0 < ab.low <= ab.delta <= ab.high
-    assert ab.p_value == pytest.approx(2 / 501)  # no draw puts bad at or above good
-    ba = paired_bootstrap(bad, good, samples=500, seed=3)
+    assert ab.p_value == pytest.approx(1 / 501)  # no random swap reaches the observed gap
+    ba = compare_counts(bad, good, samples=500, seed=3)
     assert (ba.delta, ba.low, ba.high, ba.p_value) == pytest.approx(
         (-ab.delta, -ab.high, -ab.low, ab.p_value))
-    assert paired_bootstrap(good, bad, samples=500, seed=3) == ab  # the seed fixes the draws
+    assert compare_counts(good, bad, samples=500, seed=3) == ab  # the seed fixes the draws
+
+
+def test_few_utterances_cannot_be_significant() -> None:
+    """Three utterances, all in A's favour: every one of the 8 swaps is enumerated and
+    two of them (none, all) reach the gap, so p is exactly 2/8; no interval below 5."""
+    a = np.array([[9, 0, 1], [8, 1, 0], [9, 0, 0]])
+    b = np.array([[2, 5, 8], [1, 6, 7], [3, 4, 6]])
+    result = compare_counts(a, b, samples=1000)
+    assert result.delta > 50 and result.p_value == 0.25
+    assert result.low is None and result.high is None and result.utterances == 3
+    assert compare_counts(a[:1], b[:1]).p_value == 1.0  # one utterance: no test at all
 
 
 def test_one_lucky_utterance_is_not_significant() -> None:
@@ -56,25 +76,25 @@ def test_one_lucky_utterance_is_not_significant() -> None:
     base = np.tile([[6, 2, 2]], (30, 1))
     lucky = base.copy()
     lucky[0] = (10, 0, 0)
-    result = paired_bootstrap(lucky, base, samples=1000)
+    result = compare_counts(lucky, base, samples=1000)
+    assert result.low is not None and result.high is not None
     assert result.delta > 0 and result.low <= 0 <= result.high and result.p_value > 0.3
 
 
-def test_compare_scores_reads_the_tables_the_scores_name(scored: tuple[Path, Path, dict]
-                                                          ) -> None:
+def test_compare_scores_reads_the_tables_the_scores_name(scored: Scored) -> None:
     exp, ref_path, ref = scored
     a = score_system(exp, "a", "test", ref_path, hypothesis(ref, 0.05, 1))
     b = score_system(exp, "b", "test", ref_path, hypothesis(ref, 0.30, 2))
     result = compare_scores(a, b, samples=300)
     f1 = [json.loads(p.read_text())["metrics"]["all"]["micro_f1"] for p in (a, b)]
     assert result.delta == pytest.approx(100 * (f1[0] - f1[1]))
-    assert result.utterances == 40 and result.low > 0 and result.p_value < 0.01
+    assert result.utterances == 40 and result.low is not None and result.low > 0
+    assert result.p_value < 0.01
     # a scores file whose tables changed since is refused, naming it
-    hyp_b = hypothesis(ref, 0.10, 5)
-    write_word_table(b.parent / "words.tsv", hyp_b)
+    write_word_table(b.parent / "words.tsv", hypothesis(ref, 0.10, 5))
     with pytest.raises(PunctInputError, match=r"b/decode_test/scores.json.*stale scores"):
         compare_scores(a, b)
-    # other references, other label sets
+    # another reference, label set or non-speech map
     other_ref = ref_path.parent.parent / "dev" / "words.tsv"
     other_ref.parent.mkdir()
     write_word_table(other_ref, ref)
@@ -95,30 +115,51 @@ def test_compare_scores_reads_the_tables_the_scores_name(scored: tuple[Path, Pat
     assert compare_scores(a, f, samples=100).delta > 0
 
 
+def test_relative_paths_as_the_stage_driver_writes_them(scored: Scored,
+                                                        monkeypatch: pytest.MonkeyPatch
+                                                        ) -> None:
+    """Scored from the recipe directory with relative paths: compared from there, from
+    elsewhere (through the recipe directory above exp/), and against an absolute ref."""
+    exp, ref_path, ref = scored
+    recipe = exp.parent
+    monkeypatch.chdir(recipe)
+    a = score_system(Path("exp"), "a", "test", Path("data/test/words.tsv"),
+                     hypothesis(ref, 0.05, 1))
+    b = score_system(Path("exp"), "b", "test", ref_path.resolve(), hypothesis(ref, 0.30, 2))
+    assert json.loads(a.read_text())["ref"] == "data/test/words.tsv"
+    here = compare_scores(a, b, samples=200)
+    monkeypatch.chdir(recipe.parent)
+    elsewhere = compare_scores(recipe / a, recipe / b, samples=200)
+    assert here == elsewhere and here.low is not None and here.low > 0
+    (recipe / "exp" / "b" / "decode_test" / "words.tsv").unlink()
+    with pytest.raises(MissingDataError, match=r"words\.tsv named by .*b/decode_test"):
+        compare_scores(recipe / a, recipe / b)
+
+
 def test_bad_counts_are_refused() -> None:
     with pytest.raises(PunctInputError, match=r"both be \(U, 3\)"):
-        paired_bootstrap(np.zeros((3, 3), int), np.zeros((4, 3), int))
+        compare_counts(np.zeros((3, 3), int), np.zeros((4, 3), int))
     with pytest.raises(PunctInputError, match="no utterances"):
-        paired_bootstrap(np.zeros((0, 3), int), np.zeros((0, 3), int))
+        compare_counts(np.zeros((0, 3), int), np.zeros((0, 3), int))
     with pytest.raises(PunctInputError, match="samples >= 1"):
-        paired_bootstrap(np.ones((2, 3), int), np.ones((2, 3), int), samples=0)
+        compare_counts(np.ones((2, 3), int), np.ones((2, 3), int), samples=0)
 
 
-def test_utterance_counts_add_up_to_the_set(scored: tuple[Path, Path, dict]) -> None:
-    from punct.score.significance import utterance_counts
+def test_utterance_counts_add_up_to_the_set(scored: Scored) -> None:
     _, _, ref = scored
     hyp = hypothesis(ref, 0.2, 7, utterance_miss={"utt000": 1.0})
     counts = utterance_counts(ref, hyp, "iwslt4")
     micro = score_tables(ref, hyp, "iwslt4")["all"]["punct"]["micro"]
     assert tuple(counts.sum(0)) == (micro["tp"], micro["fp"], micro["fn"])
     assert counts[0, 0] == 0  # every mark of utt000 was dropped
-    with pytest.raises(PunctInputError, match="no utterance utt001"):
+    with pytest.raises(PunctInputError, match="utt001"):
         utterance_counts(ref, {"utt000": hyp["utt000"]}, "iwslt4")
+    with pytest.raises(PunctInputError, match="utt001 of the hypothesis is not in the reference"):
+        utterance_counts({"utt000": ref["utt000"]}, hyp, "iwslt4")
 
 
-def test_command_prints_and_writes_the_result(scored: tuple[Path, Path, dict],
+def test_command_prints_and_writes_the_result(scored: Scored,
                                               capsys: pytest.CaptureFixture[str]) -> None:
-    from punct.bin import significance as cli
     exp, ref_path, ref = scored
     a = score_system(exp, "a", "test", ref_path, hypothesis(ref, 0.05, 1))
     b = score_system(exp, "b", "test", ref_path, hypothesis(ref, 0.30, 2))
@@ -126,7 +167,7 @@ def test_command_prints_and_writes_the_result(scored: tuple[Path, Path, dict],
     assert cli.main([str(a), str(b), "--samples", "200", "--json", str(out)]) == 0
     result = json.loads(out.read_text())
     assert result["samples"] == 200 and result["utterances"] == 40 and result["delta"] > 0
-    assert f"micro-F1 A - B = {result['delta']:+.2f} points, 95 % interval" in (
+    assert f"micro-F1 A - B = {result['delta']:+.2f} points, 95 % interval [" in (
         capsys.readouterr().out)
     assert cli.main([str(a), str(exp / "none.json")]) == 2
     assert "none.json" in capsys.readouterr().err

@@ -5,10 +5,11 @@
 
 Reads ``<exp-dir>/<system>/decode_<set>/scores.json`` of both systems of each pair and
 prints, per set, the micro- and macro-F1 (%) of both and their difference (pause-aware
-minus text-only), with the 95 % interval and the p-value of the micro-F1 difference from a
-paired bootstrap over the set's utterances (``punct.score.significance``; ``--samples``
-draws, ``--seed``; the word tables each scores file names are read from the working
-directory, as the stage driver runs it). A pair whose scores are missing on a set is left
+minus text-only), with the 95 % bootstrap interval and the randomization p-value of the
+micro-F1 difference over the set's utterances (``punct.score.significance``; ``--samples``
+draws, ``--seed``; the word tables each scores file names are read again, from the working
+directory or the recipe directory; without them the figures come without the test, with
+a note on stderr). A pair whose scores are missing on a set is left
 out with a note on stderr (a recipe may train only some of its systems); a pair of two
 different label sets is an error. ``--json`` writes the rows, keyed ``<system> (<set>)``,
 for the report.
@@ -24,7 +25,7 @@ from pathlib import Path
 
 from punct.atomic import atomic_write_text
 from punct.errors import PunctInputError, report_error
-from punct.score.significance import DEFAULT_SAMPLES, compare_scores
+from punct.score.significance import DEFAULT_SAMPLES, compare_documents
 from punct.score.tables import load_scores
 
 
@@ -41,9 +42,9 @@ class PauseGain:
     macro_f1: float
     twin_macro_f1: float
     macro_gain: float
-    micro_gain_low: float  # the 95 % bootstrap interval of micro_gain
-    micro_gain_high: float
-    micro_gain_p: float  # two-sided p-value of micro_gain (paired bootstrap)
+    micro_gain_low: float | None  # the 95 % bootstrap interval of micro_gain (None: too
+    micro_gain_high: float | None  # few utterances, or no word tables)
+    micro_gain_p: float | None  # two-sided p-value of micro_gain (paired randomization)
 
 
 def parse_pair(text: str) -> tuple[str, str]:
@@ -72,11 +73,25 @@ def pair_gain(exp_dir: Path, system: str, twin: str, test_set: str,
                               "different label sets", paths[1])
     micro, twin_micro = 100 * ours["micro_f1"], 100 * theirs["micro_f1"]
     macro, twin_macro = 100 * ours["macro_f1"], 100 * theirs["macro_f1"]
-    spread = compare_scores(paths[0], paths[1], samples, seed)
+    low = high = p_value = None
+    try:
+        test = compare_documents(ours_doc, twin_doc, paths[0], paths[1], samples, seed)
+        low, high, p_value = (None if v is None else round(v, r)
+                              for v, r in ((test.low, 1), (test.high, 1), (test.p_value, 3)))
+    except PunctInputError as err:  # the word tables are gone or changed: figures without it
+        print(f"pause_gain: {system} vs {twin} on {test_set}: no significance test: {err}",
+              file=sys.stderr)
     return PauseGain(twin, test_set, labels, round(micro, 1), round(twin_micro, 1),
                      round(micro - twin_micro, 1), round(macro, 1), round(twin_macro, 1),
-                     round(macro - twin_macro, 1), round(spread.low, 1), round(spread.high, 1),
-                     round(spread.p_value, 3))
+                     round(macro - twin_macro, 1), low, high, p_value)
+
+
+def describe(gain: PauseGain) -> str:
+    """``95 % [lo, hi], p P`` of a gain, n/a where not measured."""
+    interval = ("n/a" if gain.micro_gain_low is None else
+                f"[{gain.micro_gain_low:+.1f}, {gain.micro_gain_high:+.1f}]")
+    p_value = "n/a" if gain.micro_gain_p is None else f"{gain.micro_gain_p:.3f}"
+    return f"95 % {interval}, p {p_value}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -100,9 +115,8 @@ def main(argv: list[str] | None = None) -> int:
                     continue
                 rows[f"{system} ({test_set})"] = asdict(gain)
                 print(f"{system} - {twin} on {test_set}: micro-F1 {gain.micro_f1:.1f} - "
-                      f"{gain.twin_micro_f1:.1f} = {gain.micro_gain:+.1f} (95 % "
-                      f"[{gain.micro_gain_low:+.1f}, {gain.micro_gain_high:+.1f}], p "
-                      f"{gain.micro_gain_p:.3f}), macro-F1 {gain.macro_gain:+.1f}")
+                      f"{gain.twin_micro_f1:.1f} = {gain.micro_gain:+.1f} "
+                      f"({describe(gain)}), macro-F1 {gain.macro_gain:+.1f}")
     except PunctInputError as err:
         return report_error("pause_gain", err)
     if args.json is not None:

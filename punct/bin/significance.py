@@ -1,14 +1,15 @@
-"""Is system A's micro-F1 above system B's beyond chance? Paired bootstrap over utterances.
+"""Is system A's micro-F1 above system B's beyond chance? Paired tests over utterances.
 
   python -m punct.bin.significance exp/A/decode_test/scores.json \\
       exp/B/decode_test/scores.json [--samples 1000] [--seed 0] [--level 0.95] [--json F]
 
-Both scores files must come from the same reference word table and label set; the word
-tables they name are read again (paths relative to the working directory, the recipe
-directory for the stage driver's files) and scored utterance by utterance, and their sums
-must give the counts each file recorded. Prints the micro-F1 difference A - B in points,
-its bootstrap interval at ``--level`` and the two-sided p-value
-(``punct.score.significance``).
+Both scores files must come from the same reference word table, test set, label set and
+non-speech map; the word tables they name are read again (relative paths from the working
+directory, else from the recipe directory above ``exp/<system>/decode_<set>/``) and
+scored utterance by utterance, and their sums must give the counts each file recorded.
+Prints the micro-F1 difference A - B in points, its paired bootstrap interval at
+``--level`` (n/a below 5 utterances) and the two-sided p-value of paired approximate
+randomization (``punct.score.significance``).
 """
 
 from __future__ import annotations
@@ -38,9 +39,11 @@ def main(argv: list[str] | None = None) -> int:
                                 args.level)
     except (PunctInputError, OSError) as err:
         return report_error("significance", err)
+    interval = ("n/a" if result.low is None or result.high is None
+                else f"[{result.low:+.2f}, {result.high:+.2f}]")
     print(f"micro-F1 A - B = {result.delta:+.2f} points, {100 * result.level:g} % interval "
-          f"[{result.low:+.2f}, {result.high:+.2f}], p = {result.p_value:.3f} "
-          f"({result.utterances} utterances, {result.samples} draws)")
+          f"{interval}, p = {result.p_value:.3f} ({result.utterances} utterances, "
+          f"{result.samples} draws)")
     if args.json is not None:
         atomic_write_text(args.json, json.dumps(result.as_dict(), indent=1) + "\n")
     return 0
