@@ -544,7 +544,7 @@ def test_frozen_encoder_cache_gives_identical_states(tiny_dir: Path) -> None:
     plain = model.encode(long_first)
     model.train()
     first = model.encode(long_first)  # fills the cache
-    assert len(model.state_cache.states) == 2
+    assert len(model.state_cache) == 2
     again = model.encode(long_first)  # served from the cache
     real = long_first["attention_mask"].bool()  # padding states are never used
     torch.testing.assert_close(first[real], plain[real])
@@ -553,4 +553,18 @@ def test_frozen_encoder_cache_gives_identical_states(tiny_dir: Path) -> None:
     alone = batch_for(feat, [seq("no".split(), 9)], 24)
     n = int(alone["attention_mask"].sum())
     torch.testing.assert_close(model.encode(alone)[0, :n], plain[1, :n])
-    assert len(model.state_cache.states) == 2
+    assert len(model.state_cache) == 2
+    # Evaluation passes use the cache only when a training run asks for it, in a space of
+    # their own (inference tensors never reach a training step).
+    model.eval()
+    with torch.inference_mode():
+        model.encode(long_first)
+    assert len(model.state_cache) == 2
+    model.cache_eval_states()
+    with torch.inference_mode():
+        served = [model.encode(long_first) for _ in range(2)]
+    assert len(model.state_cache) == 4 and len(model.state_cache.states) == 2
+    for states in served:
+        torch.testing.assert_close(states[real], plain[real])
+    model.train()
+    assert not model.encode(long_first).is_inference()

@@ -78,8 +78,10 @@ def test_systems_scored_with_the_paper_mapping(recipe: Path) -> None:
         assert overall["micro_f1"] > overall["baseline_all_o"]["micro_f1"], system
         if system.endswith("dense"):  # 32 test words: the tiny sparse one may reach SER 1
             assert overall["ser"] < 1.0, system  # the all-O output has SER 1
-        stats = json.loads((recipe / "exp" / system / "decode_test" / "pp_stats.json")
-                           .read_text(encoding="utf-8"))
+        stats = json.loads((recipe / "exp" / system / "decode_test" / "decode.json")
+                           .read_text(encoding="utf-8"))["pp"]
+        assert stats["pp_slots"] > 0 and stats["smr"] is not None and stats["smr"] >= 0.0
+        assert doc["decode"]["pp"] == stats  # what the Table 2 layout reads
         assert stats["insertion"] == (0.0 if system.endswith("dense") else -50.0)
 
 

@@ -13,6 +13,7 @@ from punct.config import Config, OptimizerSection, load_config, resolve_config
 from punct.errors import PunctInputError
 from punct.labels import get_label_set
 from punct.models import Registry
+from punct.models import brnn as brnn_module
 from punct.models.base import WordSeq
 from punct.models.brnn import (
     IGNORE,
@@ -253,7 +254,7 @@ def test_a_wrong_key_in_a_file_names_the_file_and_line(tmp_path: Path) -> None:
 
 
 def test_attention_chunks_and_checkpointing_do_not_change_the_maths(
-        feat: BRNNFeaturizer) -> None:
+        feat: BRNNFeaturizer, monkeypatch: pytest.MonkeyPatch) -> None:
     torch.manual_seed(1)
     model = make_model(config(), feat)
     for layer in (model.fuse_c, model.fuse_f, model.fuse_h, model.out):
@@ -261,14 +262,28 @@ def test_attention_chunks_and_checkpointing_do_not_change_the_maths(
     seqs = [seq(["yes", "he", "said", "hello", "so"], [("COMMA",), (), (), ("PERIOD",), ()]),
             seq(["me", "now"], [(), ("PERIOD",)], offset=5)]
     batch = feat.collate(feat.windows(seqs, 8, 8))
-    grads, outs = [], []
-    for chunk, ckpt in ((0, False), (1, True), (3, True)):
+    recomputed = []
+
+    def counting_checkpoint(*args, **kwargs):
+        recomputed.append(1)
+        return torch.utils.checkpoint.checkpoint(*args, **kwargs)
+
+    monkeypatch.setattr(brnn_module, "checkpoint", counting_checkpoint)
+    grads, outs, calls = [], [], []
+    # (chunk, checkpoint_attention, recompute threshold): this small batch is recomputed
+    # only under a threshold of 0; the default one keeps its activations
+    for chunk, ckpt, limit in ((0, False, 0), (1, True, 0), (3, True, 0),
+                               (0, True, brnn_module.RECOMPUTE_ELEMENTS)):
+        monkeypatch.setattr(brnn_module, "RECOMPUTE_ELEMENTS", limit)
         model.attention_chunk, model.checkpoint_attention = chunk, ckpt
         model.zero_grad()
+        recomputed.clear()
         loss = model.loss(batch)
         loss.backward()
+        calls.append(len(recomputed))
         outs.append(loss.detach())
         grads.append(model.att_c.weight.grad.clone())
+    assert calls[0] == 0 and calls[1] > calls[2] > 0 and calls[3] == 0
     for out, grad in zip(outs[1:], grads[1:], strict=True):
         torch.testing.assert_close(out, outs[0])
         torch.testing.assert_close(grad, grads[0], atol=1e-6, rtol=1e-5)

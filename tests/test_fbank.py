@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import kaldiio
@@ -92,6 +93,23 @@ def test_jobs_merge_and_values(data_dir: Path, capsys: pytest.CaptureFixture[str
     capsys.readouterr()
     assert make_fbank.main(["--data-dir", str(data_dir), "--job", "1", "--num-jobs", "2"]) == 0
     assert "already done" in capsys.readouterr().out
+
+
+def test_several_data_dirs_in_one_call(data_dir: Path, tmp_path: Path) -> None:
+    """Stage 3 runs each job over every set: the same features as one call per set."""
+    other = tmp_path / "other"
+    shutil.copytree(data_dir, other)
+    (other / "segments").write_text("v1 r2 0.00 1.00\n")  # one utterance: job 2 has none
+    alone = tmp_path / "alone"
+    shutil.copytree(other, alone)
+    assert make_fbank.main(["--data-dir", str(alone)]) == 0
+    dirs = ["--data-dir", str(data_dir), "--data-dir", str(other)]
+    for job in (1, 2):
+        assert make_fbank.main([*dirs, "--job", str(job), "--num-jobs", "2"]) == 0
+    assert make_fbank.main([*dirs, "--merge", "--num-jobs", "2"]) == 0
+    assert sorted(kaldiio.load_scp(str(data_dir / "fbank.scp"))) == ["u1", "u2", "u3"]
+    v1 = kaldiio.load_scp(str(other / "fbank.scp"))["v1"]
+    np.testing.assert_array_equal(v1, kaldiio.load_scp(str(alone / "fbank.scp"))["v1"])
 
 
 def test_single_job_and_missing_parts(data_dir: Path, capsys: pytest.CaptureFixture[str]

@@ -102,6 +102,16 @@ def test_make_prosody_jobs_and_merge_match_one_pass(tmp_path: Path) -> None:
     for utt in whole:
         np.testing.assert_array_equal(whole[utt], merged[utt])
     assert (data / "prosody.names").read_text().split() == feature_names(ProsodyConfig())
+    # several data dirs in one call (stage 3's jobs run over every set): the same features
+    (tmp_path / "other").mkdir()
+    other = _data_dir(tmp_path / "other", {"d": 0.4})
+    for job in ("1", "2"):
+        assert make_prosody.main(["--data-dir", str(data), "--data-dir", str(other),
+                                  "--job", job, "--num-jobs", "2"]) == 0
+    assert make_prosody.main(["--data-dir", str(data), "--data-dir", str(other), "--merge",
+                              "--num-jobs", "2"]) == 0
+    assert dict(kaldiio.load_scp(str(data / "prosody.scp"))).keys() == whole.keys()
+    assert sorted(kaldiio.load_scp(str(other / "prosody.scp"))) == ["d"]
 
 
 def test_make_prosody_names_the_bad_utterance(tmp_path: Path,

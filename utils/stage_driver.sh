@@ -172,11 +172,12 @@ pool_run() {
   "$@" &
   pool_pids+=("$!") pool_names+=("$name")
 }
-# pool_wait WHAT: wait for every pooled job; exit naming the failed ones.
+# pool_wait WHAT [LOGS]: wait for every pooled job; exit naming the failed ones and where
+# their logs are (default exp/<system>/log/).
 pool_wait() {
   pool_collect 1
   [ "${#pool_failed[@]}" -eq 0 ] && return 0
-  log "$1 failed: ${pool_failed[*]} (see exp/<system>/log/)"
+  log "$1 failed: ${pool_failed[*]} (see ${2:-exp/<system>/log/})"
   exit 1
 }
 
@@ -232,46 +233,56 @@ if [ -d data ] && [ "$stop_stage" -ge 2 ]; then
   test_sets=${kept# }
 fi
 
-if stage_begin 2 "align: word timings and pauses ($aligner)"; then
-  for set in $(all_sets); do
-    [ -f "data/$set/wav.scp" ] || { log "  $set: no audio, skipped"; continue; }
-    [ "$aligner" != none ] || { log "  $set: --aligner none, not aligned"; continue; }
-    case $set in *_asr) log "  $set: timed by its recogniser, not aligned"; continue ;; esac
-    out=data/$set/align/$aligner
-    # --reference-dir is the timing source of --aligner reference (unused by dtw/vad).
-    # shellcheck disable=SC2154
-    ctc_opt=()
-    [ -n "$ctc_model" ] && ctc_opt=(--ctc-model "$ctc_model")
-    python -m punct.bin.split_data --data-dir "data/$set" --num-jobs "$nj"
-    $cpu_cmd JOB=1:"$nj" "log/align_$set.JOB.log" \
-      python -m punct.bin.align --data-dir "data/$set" --aligner "$aligner" \
-        --reference-dir downloads/"$corpus"/ref --out-dir "$out" --job JOB --num-jobs "$nj" \
-        --nonspeech "$nonspeech" "${ctc_opt[@]+"${ctc_opt[@]}"}"
-    ref_opt=()
-    if $score_alignment && [ -d "downloads/$corpus/ref" ]; then
-      ref_opt=(--reference-dir "downloads/$corpus/ref")
-    fi
-    python -m punct.bin.align --data-dir "data/$set" --aligner "$aligner" --out-dir "$out" \
-      --merge --num-jobs "$nj" --nonspeech "$nonspeech" "${ref_opt[@]+"${ref_opt[@]}"}"
-  done
-  # The ASR condition: the recogniser's words, their pauses, the labels projected.
-  if [ "$asr" != none ]; then
-    for set in $test_sets; do
-      [ -f "data/$set/wav.scp" ] || continue
-      asr_opts=()
-      [ -n "$asr_model" ] && asr_opts+=(--asr-model "$asr_model")
-      [ -n "$asr_language" ] && asr_opts+=(--language "$asr_language")
-      # nj jobs, each decoding its share as the one pass over the set would; then merged
-      python -m punct.bin.split_data --data-dir "data/$set" --num-jobs "$nj"
-      $cpu_cmd JOB=1:"$nj" "log/recognize_$set.JOB.log" \
-        python -m punct.bin.recognize --data-dir "data/$set" --out-dir "data/${set}_asr" \
-          --asr "$asr" --nonspeech "$nonspeech" --quiet --job JOB --num-jobs "$nj" \
-          "${asr_opts[@]+"${asr_opts[@]}"}"
-      python -m punct.bin.recognize --data-dir "data/$set" --out-dir "data/${set}_asr" \
-        --asr "$asr" --nonspeech "$nonspeech" --quiet --merge --num-jobs "$nj" \
-        "${asr_opts[@]+"${asr_opts[@]}"}"
-    done
+# align_set SET: word timings of one set with audio (nj jobs, then their merge).
+align_set() {
+  local set=$1 out ctc_opt=() ref_opt=()
+  [ -f "data/$set/wav.scp" ] || { log "  $set: no audio, skipped"; return 0; }
+  [ "$aligner" != none ] || { log "  $set: --aligner none, not aligned"; return 0; }
+  case $set in *_asr) log "  $set: timed by its recogniser, not aligned"; return 0 ;; esac
+  out=data/$set/align/$aligner
+  # --reference-dir is the timing source of --aligner reference (unused by dtw/vad).
+  [ -n "$ctc_model" ] && ctc_opt=(--ctc-model "$ctc_model")
+  python -m punct.bin.split_data --data-dir "data/$set" --num-jobs "$nj"
+  # shellcheck disable=SC2154
+  $cpu_cmd JOB=1:"$nj" "log/align_$set.JOB.log" \
+    python -m punct.bin.align --data-dir "data/$set" --aligner "$aligner" \
+      --reference-dir downloads/"$corpus"/ref --out-dir "$out" --job JOB --num-jobs "$nj" \
+      --nonspeech "$nonspeech" "${ctc_opt[@]+"${ctc_opt[@]}"}"
+  if $score_alignment && [ -d "downloads/$corpus/ref" ]; then
+    ref_opt=(--reference-dir "downloads/$corpus/ref")
   fi
+  python -m punct.bin.align --data-dir "data/$set" --aligner "$aligner" --out-dir "$out" \
+    --merge --num-jobs "$nj" --nonspeech "$nonspeech" "${ref_opt[@]+"${ref_opt[@]}"}"
+}
+# recognize_sets: the ASR condition of each test set with audio: the recogniser's words,
+# their pauses, the labels projected (nj jobs, each decoding its share as the one pass
+# over the set would; then merged).
+recognize_sets() {
+  local set asr_opts=()
+  [ -n "$asr_model" ] && asr_opts+=(--asr-model "$asr_model")
+  [ -n "$asr_language" ] && asr_opts+=(--language "$asr_language")
+  for set in $test_sets; do
+    [ -f "data/$set/wav.scp" ] || continue
+    python -m punct.bin.split_data --data-dir "data/$set" --num-jobs "$nj"
+    $cpu_cmd JOB=1:"$nj" "log/recognize_$set.JOB.log" \
+      python -m punct.bin.recognize --data-dir "data/$set" --out-dir "data/${set}_asr" \
+        --asr "$asr" --nonspeech "$nonspeech" --quiet --job JOB --num-jobs "$nj" \
+        "${asr_opts[@]+"${asr_opts[@]}"}"
+    python -m punct.bin.recognize --data-dir "data/$set" --out-dir "data/${set}_asr" \
+      --asr "$asr" --nonspeech "$nonspeech" --quiet --merge --num-jobs "$nj" \
+      "${asr_opts[@]+"${asr_opts[@]}"}"
+  done
+}
+
+if stage_begin 2 "align: word timings and pauses ($aligner)"; then
+  # The other sets first: the recognition of the test sets (which copies their aligned
+  # word tables) then runs beside the alignment of the training set, in the job pool.
+  for set in $(all_sets); do
+    [ "$set" = "$train_set" ] || align_set "$set"
+  done
+  [ "$asr" = none ] || pool_run recognition recognize_sets
+  pool_run "alignment of $train_set" align_set "$train_set"
+  pool_wait "stage 2" "log/"
   stage_end 2 align
 fi
 
@@ -308,14 +319,19 @@ if stage_begin 3 "dump: acoustic features ($feature_streams), label statistics, 
     feature_streams=$(system_info streams $baseline_systems $transformer_systems)
     log "  feature streams the systems read: ${feature_streams:-none}"
   fi
+  # Each job computes its share of every set with audio (one process, one model load).
+  audio_dirs=()
+  for set in $(all_sets); do
+    [ -f "data/$set/wav.scp" ] && audio_dirs+=(--data-dir "data/$set")
+  done
+  if [ -n "$feature_streams" ] && [ ${#audio_dirs[@]} -gt 0 ]; then
+    python -m punct.bin.split_data "${audio_dirs[@]}" --num-jobs "$nj"
+  fi
   for stream in $feature_streams; do
-    for set in $(all_sets); do
-      [ -f "data/$set/wav.scp" ] || continue
-      python -m punct.bin.split_data --data-dir "data/$set" --num-jobs "$nj"
-      $cpu_cmd JOB=1:"$nj" "log/${stream}_$set.JOB.log" \
-        python -m punct.bin.make_"$stream" --data-dir "data/$set" --job JOB --num-jobs "$nj"
-      python -m punct.bin.make_"$stream" --data-dir "data/$set" --merge --num-jobs "$nj"
-    done
+    [ ${#audio_dirs[@]} -gt 0 ] || break
+    $cpu_cmd JOB=1:"$nj" "log/$stream.JOB.log" \
+      python -m punct.bin.make_"$stream" "${audio_dirs[@]}" --job JOB --num-jobs "$nj"
+    python -m punct.bin.make_"$stream" "${audio_dirs[@]}" --merge --num-jobs "$nj"
   done
   # UniPunc's mixed test sets: the same utterances, a fixed share without audio.
   for set in $test_sets; do

@@ -6,7 +6,8 @@ and decodes each set in turn, as stage 6 does for every set of a system. Each ou
 ``words.tsv`` (hypothesis word table), ``text`` (utt_id + restored text),
 ``probs.npz`` (per-word mark probabilities, and cap probabilities when modelled) and
 ``decode.json`` (words/s, device, batch size, window, stride, ``cap_modelled``,
-``constraints`` and the ``violations`` of the document rules counted on the output).
+``constraints``, the ``violations`` of the document rules counted on the output, and the
+featurizer's figures of the set: ``pp``, the PP slot statistics of a prosodic_pp system).
 """
 
 from __future__ import annotations
@@ -142,7 +143,7 @@ def decode_set(exp: Experiment, model: torch.nn.Module, st: DecodeSettings,
     info.update({"family": cfg.family, "label_set": cfg.label_set,
                  "data_dir": str(data_dir), "constraints": st.constraints,
                  "violations": count_violations(hyp.values(), ends=not mid_stream),
-                 "mid_stream": mid_stream})
+                 "mid_stream": mid_stream, **exp.featurizer.decode_statistics(seqs)})
     return info
 
 

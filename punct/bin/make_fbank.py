@@ -13,7 +13,8 @@ launcher) write ``fbank.J.ark``/``fbank.J.scp`` for the utterances of job J (its
     python -m punct.bin.make_fbank --data-dir data/test --merge --num-jobs N
 
 A job whose scp exists is done and skipped (the scp is renamed into place last), so an
-interrupted run resumes. With ``--wav2vec2 MODEL`` (Hugging Face id or local
+interrupted run resumes. ``--data-dir`` may be repeated: one process (one model load)
+then does the same for each data dir in turn. With ``--wav2vec2 MODEL`` (Hugging Face id or local
 directory) the stream is the last hidden layer of that frozen wav2vec 2.0 model on the
 audio resampled to 16 kHz (20 ms frames), named ``w2v`` unless ``--stream`` says
 otherwise. The scp files hold absolute ark paths.
@@ -50,7 +51,8 @@ W2V_RATE = 16_000
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m punct.bin.make_fbank", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--data-dir", required=True, help="Kaldi data dir with wav.scp")
+    p.add_argument("--data-dir", required=True, action="append",
+                   help="Kaldi data dir with wav.scp (repeat for several)")
     p.add_argument("--stream", default=None,
                    help="stream name: <data-dir>/<stream>.scp (default fbank, or w2v)")
     p.add_argument("--n-mels", type=int, default=80, help="mel bands (default: %(default)s)")
@@ -109,10 +111,11 @@ def _utt_id(request: AlignRequest) -> str:
     return request.utt_id
 
 
-def run_job(args: argparse.Namespace, job: int | None, extract: Extractor | None = None) -> int:
-    """Compute the features of one job (all utterances when ``job`` is None); returns the
-    number of utterances written, -1 when the job was already done."""
-    data_dir = Path(args.data_dir).resolve()
+def run_job(args: argparse.Namespace, data_dir: Path, job: int | None,
+            extract: Extractor | None = None) -> int:
+    """Compute the features of one job of ``data_dir`` (all utterances when ``job`` is
+    None); returns the number of utterances written, -1 when the job was already done."""
+    data_dir = data_dir.resolve()
     ark, scp = part_names(data_dir, args.stream, job)
     if scp.is_file():
         return -1
@@ -131,9 +134,9 @@ def run_job(args: argparse.Namespace, job: int | None, extract: Extractor | None
     return len(requests)
 
 
-def merge(args: argparse.Namespace) -> int:
+def merge(args: argparse.Namespace, data_dir: Path) -> int:
     """List the utterances of all job scps in ``<stream>.scp`` (sorted); returns the count."""
-    data_dir = Path(args.data_dir).resolve()
+    data_dir = data_dir.resolve()
     parts = finished_parts(lambda job: part_names(data_dir, args.stream, job)[1], args.num_jobs)
     return merge_kv_parts(parts, part_names(data_dir, args.stream, None)[1])
 
@@ -142,19 +145,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = parser()
     args = p.parse_args(argv)
     check_args(p, args)
-    try:
-        if args.merge:
-            n = merge(args)
-            print(f"make_fbank: {n} utterances in {Path(args.data_dir) / args.stream}.scp")
-            return 0
-        n = run_job(args, args.job)
-    except (PunctInputError, OSError) as err:
-        return report_error("make_fbank", err)
-    _, scp = part_names(Path(args.data_dir), args.stream, args.job)
-    if n < 0:
-        print(f"make_fbank: {scp} exists, already done")
-    else:
-        print(f"make_fbank: {n} utterances -> {scp}")
+    extract: Extractor | None = None
+    for name in args.data_dir:
+        data_dir = Path(name)
+        try:
+            if args.merge:
+                n = merge(args, data_dir)
+                print(f"make_fbank: {n} utterances in {data_dir / args.stream}.scp")
+                continue
+            if extract is None:  # built once, for every data dir
+                extract = (wav2vec2_extractor(args.wav2vec2) if args.wav2vec2
+                           else fbank_extractor(args.n_mels))
+            n = run_job(args, data_dir, args.job, extract)
+        except (PunctInputError, OSError) as err:
+            return report_error("make_fbank", err)
+        _, scp = part_names(data_dir, args.stream, args.job)
+        if n < 0:
+            print(f"make_fbank: {scp} exists, already done")
+        else:
+            print(f"make_fbank: {n} utterances -> {scp}")
     return 0
 
 

@@ -1,6 +1,7 @@
 """Prosodic features (F0, voicing, intensity, deltas; z-normalised per utterance).
 
-    python -m punct.bin.make_prosody --data-dir data/test [--job J --num-jobs N]
+    python -m punct.bin.make_prosody --data-dir data/test [--data-dir data/dev ...]
+        [--job J --num-jobs N]
 
 Without ``--job``: every utterance with audio into ``<data-dir>/prosody.ark`` and
 ``<data-dir>/prosody.scp`` (kaldiio). With ``--job J``: the utterances of job J (its
@@ -9,7 +10,8 @@ split, ``<data-dir>/split<N>/<J>/ids``, see :mod:`punct.jobs_split`) into
 ``--merge --num-jobs N`` concatenates the parts' scp into ``<data-dir>/prosody.scp``.
 Resumable: a part whose scp is complete is not recomputed. The column names are written
 to ``<data-dir>/prosody.names``. Missing or empty audio is an error naming the
-utterance and the wav.scp line.
+utterance and the wav.scp line. ``--data-dir`` may be repeated: one process then does the
+same for each data dir in turn (the recipe's stage 3 runs each job over every set).
 """
 
 from __future__ import annotations
@@ -40,7 +42,8 @@ STREAM = "prosody"
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m punct.bin.make_prosody", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--data-dir", required=True, help="Kaldi data dir with wav.scp")
+    p.add_argument("--data-dir", required=True, action="append",
+                   help="Kaldi data dir with wav.scp (repeat for several)")
     add_job_options(p, merge_help="merge the job parts")
     p.add_argument("--pitch-floor", type=float, default=ProsodyConfig.pitch_floor)
     p.add_argument("--pitch-ceiling", type=float, default=ProsodyConfig.pitch_ceiling)
@@ -64,8 +67,8 @@ def write_features(data_dir: Path, ark: Path, scp: Path, job: int, num_jobs: int
                    config: ProsodyConfig) -> int:
     """Compute the features of one job's utterances into ``ark``/``scp`` (atomic scp)."""
     requests = job_items(data_dir, load_requests(data_dir), _utt_id, job, num_jobs)
-    if _scp_keys(scp) == [r.utt_id for r in requests]:
-        return 0  # done already
+    if scp.is_file() and _scp_keys(scp) == [r.utt_id for r in requests]:
+        return 0  # done already (a job without utterances still writes its empty part)
     ark.parent.mkdir(parents=True, exist_ok=True)
     kaldiio = require("kaldiio", "train", "writing features")  # optional extra: Kaldi ark/scp
     with (atomic_path(scp) as tmp_scp,
@@ -90,31 +93,34 @@ def merge(data_dir: Path, num_jobs: int) -> int:
     return merge_kv_parts(parts, data_dir / f"{STREAM}.scp")
 
 
+def run_dir(data_dir: Path, args: argparse.Namespace, config: ProsodyConfig) -> str:
+    """Do what the command line asks for one data dir; returns what was done."""
+    (data_dir / f"{STREAM}.names").write_text(" ".join(feature_names(config)) + "\n",
+                                              encoding="utf-8")
+    if args.merge:
+        return f"merged {merge(data_dir, args.num_jobs)} utterances"
+    if args.job is not None:
+        split = data_dir / f"{STREAM}_split"
+        n = write_features(data_dir, split / f"{STREAM}.{args.job}.ark",
+                           split / f"{STREAM}.{args.job}.scp", args.job, args.num_jobs, config)
+        return f"job {args.job}/{args.num_jobs}: {n} utterances computed"
+    n = write_features(data_dir, data_dir / f"{STREAM}.ark", data_dir / f"{STREAM}.scp",
+                       1, 1, config)
+    return f"{n} utterances computed"
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    data_dir = Path(args.data_dir)
     config = ProsodyConfig(pitch_floor=args.pitch_floor, pitch_ceiling=args.pitch_ceiling)
-    t0 = time.perf_counter()
-    try:
-        (data_dir / f"{STREAM}.names").write_text(" ".join(feature_names(config)) + "\n",
-                                                  encoding="utf-8")
-        if args.merge:
-            n = merge(data_dir, args.num_jobs)
-            what = f"merged {n} utterances"
-        elif args.job is not None:
-            split = data_dir / f"{STREAM}_split"
-            n = write_features(data_dir, split / f"{STREAM}.{args.job}.ark",
-                               split / f"{STREAM}.{args.job}.scp", args.job, args.num_jobs,
-                               config)
-            what = f"job {args.job}/{args.num_jobs}: {n} utterances computed"
-        else:
-            n = write_features(data_dir, data_dir / f"{STREAM}.ark", data_dir / f"{STREAM}.scp",
-                               1, 1, config)
-            what = f"{n} utterances computed"
-    except PunctInputError as err:
-        return report_error("make_prosody", err)
-    print(f"make_prosody {data_dir}: {what} in {time.perf_counter() - t0:.1f}s",
-          file=sys.stderr)
+    for name in args.data_dir:
+        data_dir = Path(name)
+        t0 = time.perf_counter()
+        try:
+            what = run_dir(data_dir, args, config)
+        except PunctInputError as err:
+            return report_error("make_prosody", err)
+        print(f"make_prosody {data_dir}: {what} in {time.perf_counter() - t0:.1f}s",
+              file=sys.stderr)
     return 0
 
 

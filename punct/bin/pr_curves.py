@@ -7,9 +7,8 @@
 For every system, the per-word mark probabilities of ``<exp>/decode_<set>/probs.npz``
 (written by ``punct.bin.decode``) are swept over thresholds; precision and recall of each
 mark over word slots (reference from ``<data-dir>/words.tsv`` through the system's label
-set) give one curve per mark and system; the points also go to ``<out>.json``. For
-``prosodic_pp`` systems the PP slot statistics of the set (PP slots, unmatched PP slots,
-SMR, ...) are written to ``<exp>/decode_<set>/pp_stats.json`` for the Table 2 layout.
+set) give one curve per mark and system; the points also go to ``<out>.json``. (The PP
+slot statistics of the Table 2 layout come from the decoder: ``pp`` in ``decode.json``.)
 """
 
 from __future__ import annotations
@@ -22,8 +21,6 @@ from typing import Any
 import numpy as np
 
 from punct.config import load_config
-from punct.data.sequences import load_data_dir
-from punct.engine.decode import load_experiment
 from punct.errors import MissingDataError, PunctInputError, report_error
 from punct.labels import get_label_set
 from punct.score.figure import new_figure, save_png
@@ -40,7 +37,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--system", action="append", required=True,
                    help="experiment dir (repeatable)")
     p.add_argument("--out", required=True, help="PNG to write (points in <out>.json)")
-    p.add_argument("--no-stats", action="store_true", help="skip the PP slot statistics")
     return p.parse_args(argv)
 
 
@@ -97,17 +93,6 @@ def system_curves(exp_dir: Path, data_dir: Path, set_name: str) -> dict[str, Any
                        for j, lab in enumerate(labels)}}
 
 
-def write_pp_stats(exp_dir: Path, data_dir: Path, set_name: str) -> dict[str, Any]:
-    """PP slot statistics of a prosodic_pp system on a set -> decode_<set>/pp_stats.json."""
-    exp = load_experiment(exp_dir)
-    _, seqs = load_data_dir(data_dir, get_label_set(exp.config.label_set), exp.config.streams)
-    stats = exp.featurizer.slot_stats(seqs)
-    out = exp_dir / f"decode_{set_name}" / "pp_stats.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(stats, indent=2) + "\n", encoding="utf-8")
-    return stats
-
-
 def plot(systems: list[dict[str, Any]], out: Path, title: str) -> None:
     labels = sorted({lab for s in systems for lab in s["curves"]},
                     key=lambda lab: list(systems[0]["curves"]).index(lab)
@@ -136,20 +121,11 @@ def main(argv: list[str] | None = None) -> int:
     data_dir, out = Path(args.data_dir), Path(args.out)
     try:
         systems = [system_curves(Path(e), data_dir, args.set) for e in args.system]
-        stats = {}
-        if not args.no_stats:
-            for exp, s in zip(args.system, systems, strict=True):
-                if s["family"] == "prosodic_pp":
-                    stats[s["system"]] = write_pp_stats(Path(exp), data_dir, args.set)
     except PunctInputError as err:
         return report_error("pr_curves", err)
     plot(systems, out, f"Precision-recall operating curves ({args.set})")
     out.with_name(out.name + ".json").write_text(
-        json.dumps({"set": args.set, "systems": systems, "pp_stats": stats}, indent=1) + "\n",
-        encoding="utf-8")
-    for name, st in stats.items():
-        smr = "n/a" if st["smr"] is None else f"{100 * st['smr']:.1f}%"
-        print(f"{name}: {st['pp_slots']} PP slots, {st['unmatched']} unmatched, SMR {smr}")
+        json.dumps({"set": args.set, "systems": systems}, indent=1) + "\n", encoding="utf-8")
     print(f"pr_curves: {len(systems)} systems -> {out}")
     return 0
 

@@ -91,6 +91,11 @@ class Featurizer(abc.ABC):
     def fit(self, train: list[WordSeq]) -> None:
         """Build vocabularies/statistics from the training sequences."""
 
+    def decode_statistics(self, seqs: list[WordSeq]) -> dict[str, Any]:
+        """Figures of a decoded set that this featurizer computes anyway, for the set's
+        ``decode.json`` (prosodic_pp: its PP slot statistics, ``pp``); none by default."""
+        return {}
+
     @abc.abstractmethod
     def windows(self, seqs: list[WordSeq], window: int, stride: int) -> list[Window]:
         """Cut each sequence into windows of ``window`` positions, ``stride`` apart."""

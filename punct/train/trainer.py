@@ -265,6 +265,9 @@ class _Run:
             else:
                 model.load_state_dict(state, strict=False)
         self.dropout_masks = apply_dropout_masks(model, self.tcfg, self.device)
+        cache_eval = getattr(model, "cache_eval_states", None)
+        if callable(cache_eval):  # dev passes reuse a frozen encoder's states
+            cache_eval()
         self.model = model.to(self.device)
         dist.broadcast_module(self.model)
         if dist.world_size > 1:  # independent dropout masks on each rank

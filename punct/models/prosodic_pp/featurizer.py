@@ -187,6 +187,10 @@ class PPFeaturizer(Featurizer):
         return {"feats": feats, "word_ids": word_ids, "target": target}
 
     # -- statistics ----------------------------------------------------------------
+    def decode_statistics(self, seqs: list[WordSeq]) -> dict[str, Any]:
+        """The PP slot statistics of a decoded set (its slots are cached by then)."""
+        return {"pp": self.slot_stats(seqs)}
+
     def slot_stats(self, seqs: Sequence[WordSeq]) -> dict[str, Any]:
         """PP slot counts and the Slot Miss Ratio of a set (docs/PROSODIC_PP.md)."""
         pp = matched = unmatched = duplicate = punct_words = missed = 0

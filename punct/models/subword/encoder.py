@@ -13,8 +13,9 @@
   each layer below at d times the one above, the embeddings at d^L (``encoder_groups``);
 - a frozen encoder stays in eval mode, and its states are computed once per training
   window and reused in later epochs (``EncoderStateCache``, dropped when the encoder
-  starts training): frozen-encoder epochs are several times faster on CPU and no result
-  changes.
+  starts training), and so are those of the dev windows the trainer evaluates each
+  epoch (``cache_eval_states``): frozen-encoder epochs are several times faster on CPU
+  and no result changes.
 """
 
 from __future__ import annotations
@@ -125,24 +126,38 @@ def configure_encoder_training(encoder: nn.Module, train_layers: int) -> None:
 
 
 class EncoderStateCache:
-    """Encoder states of training windows by their piece ids (valid while frozen)."""
+    """Encoder states of windows by their piece ids (valid while frozen).
+
+    States are kept apart by how they were computed (inference mode, autocast dtype), so
+    a lookup never returns an inference tensor to a training step, nor bf16 states to an
+    fp32 pass."""
 
     def __init__(self, max_floats: int = CACHE_FLOATS):
         self.max_floats = max_floats
-        self.states: dict[bytes, torch.Tensor] = {}
+        self.states: dict[tuple[bool, str], dict[bytes, torch.Tensor]] = {}
         self.floats = 0
 
     def clear(self) -> None:
         self.states.clear()
         self.floats = 0
 
+    def __len__(self) -> int:
+        return sum(len(space) for space in self.states.values())
+
+    @staticmethod
+    def _space(device_type: str) -> tuple[bool, str]:
+        autocast = (str(torch.get_autocast_dtype(device_type))
+                    if torch.is_autocast_enabled(device_type) else "off")
+        return torch.is_inference_mode_enabled(), autocast
+
     def __call__(self, encoder: nn.Module, ids: torch.Tensor, mask: torch.Tensor
                  ) -> torch.Tensor:
         """States (B, T, H) of a batch, zeros at padding; only unseen windows are encoded."""
+        states = self.states.setdefault(self._space(ids.device.type), {})
         lengths = mask.sum(dim=1).tolist()
         keys = [ids[b, :n].cpu().numpy().tobytes() for b, n in enumerate(lengths)]
-        rows: dict[int, torch.Tensor] = {b: self.states[k] for b, k in enumerate(keys)
-                                         if k in self.states}
+        rows: dict[int, torch.Tensor] = {b: states[k] for b, k in enumerate(keys)
+                                         if k in states}
         missing = [b for b in range(len(keys)) if b not in rows]
         if missing:
             with torch.no_grad():
@@ -150,7 +165,7 @@ class EncoderStateCache:
             for j, b in enumerate(missing):
                 rows[b] = out.last_hidden_state[j, : lengths[b]].detach()
                 if self.floats < self.max_floats:
-                    self.states[keys[b]] = rows[b]
+                    states[keys[b]] = rows[b]
                     self.floats += rows[b].numel()
         hidden = rows[0].new_zeros(ids.shape[0], ids.shape[1], rows[0].shape[-1])
         for b, row in rows.items():
@@ -183,6 +198,7 @@ class EncoderModel(PunctModel):
                                   f"{type(self.encoder).__name__}, which was not found")
         self.encoder_frozen = False
         self.state_cache = EncoderStateCache()
+        self.eval_cache = False
         self.set_encoder_frozen(self.freeze_epochs > 0)
 
     def encoder_groups(self, base_lr: float | None, trainable_only: bool = False
@@ -243,10 +259,16 @@ class EncoderModel(PunctModel):
             self.encoder.eval()
         return self
 
+    def cache_eval_states(self, enabled: bool = True) -> None:
+        """Let the evaluation passes of a training run (dev loss, dev F1, thresholds) reuse
+        the frozen encoder's states of each dev window, as the training steps do. Never
+        at inference, where the cache would grow with the input."""
+        self.eval_cache = enabled
+
     def encode(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
-        """Encoder states (B, T, H); without gradients (and cached while training) when
-        the encoder is frozen."""
-        if self.training and not self.encoder_trains:
+        """Encoder states (B, T, H); without gradients when the encoder is frozen, and then
+        cached in training (and in its dev passes, ``cache_eval_states``)."""
+        if not self.encoder_trains and (self.training or self.eval_cache):
             return self.state_cache(self.encoder, batch["input_ids"], batch["attention_mask"])
         with torch.set_grad_enabled(torch.is_grad_enabled() and self.encoder_trains):
             return self.encoder(

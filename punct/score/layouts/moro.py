@@ -6,9 +6,10 @@ Our rows: every system of the ``prosodic_pp`` family (``decode.family`` in score
 system name starting with ``prosodic_pp``), scored with the ``moro2`` label set, per
 metric group (ALL and the languages). SMR (Slot Miss Ratio) = unmatched PP slots / word
 slots with a reference mark, and Miss = reference-marked word slots that no PP end covers
-/ the same; both come from the PP slot statistics (``decode.pp`` in scores.json, else
-``pp_stats.json`` beside the hypothesis, written by ``pr_curves``), for the whole test
-set only. All figures in percent (the paper's fractions x 100).
+/ the same; both come from the PP slot statistics (``decode.pp`` in scores.json, from
+the decoder's ``decode.json``; ``pp_stats.json`` beside the hypothesis, which
+``pr_curves`` wrote before, is still read), for the whole test set only. All figures in
+percent (the paper's fractions x 100).
 """
 
 from __future__ import annotations
