@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -10,8 +11,9 @@ import pytest
 import torch
 import yaml
 from helpers.tinybert import build_tiny_bert
+from helpers.trainset import make_set
 
-from punct.config import Config, load_config, resolve_config
+from punct.config import Config, deep_merge, load_config, resolve_config
 from punct.errors import PunctInputError
 from punct.labels import CAP_LABELS, get_label_set
 from punct.models.autopunct import (
@@ -30,8 +32,13 @@ from punct.models.silence import (
     make_silence,
     pause_buckets,
 )
-from punct.models.subword.encoder import configure_encoder_training
+from punct.models.subword.encoder import (
+    EncoderModel,
+    EncoderStateCache,
+    configure_encoder_training,
+)
 from punct.models.subword.featurizer import SubwordFeaturizer
+from punct.train.trainer import train_experiment
 
 ROOT = Path(__file__).resolve().parents[1]
 LABELS = get_label_set("full13").labels
@@ -568,3 +575,38 @@ def test_frozen_encoder_cache_gives_identical_states(tiny_dir: Path) -> None:
         torch.testing.assert_close(states[real], plain[real])
     model.train()
     assert not model.encode(long_first).is_inference()
+    model.load_state_dict(model.state_dict())  # new weights: the states are dropped
+    assert len(model.state_cache) == 0
+
+
+def test_trainer_dev_passes_reuse_a_frozen_encoders_states(
+        tiny_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The trainer's dev evaluation serves a frozen encoder's states from the cache (in a
+    space of their own) and gets the same dev figures as without it."""
+    make_set(tmp_path / "train", 24, 1)
+    make_set(tmp_path / "dev", 8, 2)
+    cfg = resolve_config(deep_merge(raw(tiny_dir, encoder_train_layers=0), {
+        "train": {"epochs": 3, "batch_size": 4, "window": 16, "stride": 8, "seed": 3},
+        "decode": {"window": 16, "stride": 8}}))
+    served = {"inference": 0}
+    call = EncoderStateCache.__call__
+
+    def counting(self, encoder, ids, mask):  # type: ignore[no-untyped-def]
+        served["inference"] += torch.is_inference_mode_enabled()
+        return call(self, encoder, ids, mask)
+
+    monkeypatch.setattr(EncoderStateCache, "__call__", counting)
+    cached = train_experiment(cfg, tmp_path / "train", tmp_path / "dev", tmp_path / "cached",
+                              threads=1, quiet=True)
+    assert served["inference"] > 0
+    served["inference"] = 0
+    monkeypatch.setattr(EncoderModel, "cache_eval_states", lambda self, enabled=True: None)
+    plain = train_experiment(cfg, tmp_path / "train", tmp_path / "dev", tmp_path / "plain",
+                             threads=1, quiet=True)
+    assert served["inference"] == 0
+    history = {name: json.loads((tmp_path / name / "history.json").read_text())
+               for name in ("cached", "plain")}
+    for a, b in zip(history["cached"], history["plain"], strict=True):
+        assert a["dev_micro_f1"] == b["dev_micro_f1"]
+        assert a["dev_loss"] == pytest.approx(b["dev_loss"], rel=1e-5)
+    assert cached["best_epoch"] == plain["best_epoch"]

@@ -180,7 +180,7 @@ def test_frozen_then_unfrozen_encoder(tiny_dir: Path) -> None:
                                    attention_mask=batch["attention_mask"]).last_hidden_state
         real = batch["attention_mask"].bool()
         assert torch.allclose(cached[real], direct[real], atol=1e-6)
-        assert model.state_cache.states
+        assert len(model.state_cache)
     model.on_epoch_start(3)
     model.train()
     assert model.encoder.training and not model.state_cache.states

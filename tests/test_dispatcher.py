@@ -205,3 +205,26 @@ def test_data_checks_find_the_shared_copies(tmp_path: Path, corpus: str) -> None
                           cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.startswith(f"{corpus}: ")
+
+
+def test_driver_stage2_names_a_failed_pooled_alignment(tmp_path: Path) -> None:
+    """Stage 2 aligns the training set in the job pool (beside the test sets'
+    recognition): its failure (audio missing) fails the stage, naming it and its logs."""
+    train = tmp_path / "data" / "tr"
+    train.mkdir(parents=True)
+    (train / "wav.scp").write_text(f"r1 {tmp_path / 'missing.wav'}\n", encoding="utf-8")
+    (train / "text").write_text("r1 hello there\n", encoding="utf-8")
+    (train / "words.tsv").write_text(
+        "utt_id\tidx\tword\tform\tpunct\tcap\tstart\tend\tpause_after\n"
+        "r1\t0\thello\tHello\tO\tFIRST_CAP\t\t\t\nr1\t1\tthere\tthere\tPERIOD\tO\t\t\t\n",
+        encoding="utf-8")
+    env = dict(os.environ, PUNCT_RECIPE_DIR=str(tmp_path))
+    proc = subprocess.run(
+        ["bash", str(ROOT / "utils" / "stage_driver.sh"), "--stage", "2", "--stop-stage", "2",
+         "--train-set", "tr", "--test-sets", "", "--aligner", "vad", "--system-jobs", "2",
+         "--num-threads", "2"], cwd=tmp_path, env=env, capture_output=True, text=True,
+        timeout=300)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "stage 2 failed: alignment of tr (see log/)" in proc.stdout, proc.stdout
+    assert "missing.wav" in (tmp_path / "log" / "align_tr.1.log").read_text(encoding="utf-8")
+    assert not (tmp_path / ".stages" / "2.done").exists()

@@ -112,6 +112,11 @@ def test_make_prosody_jobs_and_merge_match_one_pass(tmp_path: Path) -> None:
                               "--num-jobs", "2"]) == 0
     assert dict(kaldiio.load_scp(str(data / "prosody.scp"))).keys() == whole.keys()
     assert sorted(kaldiio.load_scp(str(other / "prosody.scp"))) == ["d"]
+    (tmp_path / "alone").mkdir()
+    alone = _data_dir(tmp_path / "alone", {"d": 0.4})
+    assert make_prosody.main(["--data-dir", str(alone)]) == 0
+    np.testing.assert_array_equal(kaldiio.load_scp(str(other / "prosody.scp"))["d"],
+                                  kaldiio.load_scp(str(alone / "prosody.scp"))["d"])
 
 
 def test_make_prosody_names_the_bad_utterance(tmp_path: Path,

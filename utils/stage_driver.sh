@@ -28,7 +28,7 @@ force=false                 # rerun stages that are already done
 nj=2                        # parallel jobs for synthesis, alignment, decoding
 num_threads=2               # CPU threads of stages 4-6: one job with all of them, or --system-jobs jobs sharing them
 ngpu=0                      # GPUs per training job (0 = CPU); N > 1 = N data-parallel processes
-system_jobs=auto            # systems trained/decoded at once in stages 4-6 (auto: --num-threads on CPU, 1 on GPU)
+system_jobs=auto            # systems trained/decoded at once in stages 4-6, and stage 2's recognition beside alignment (auto: --num-threads on CPU, 1 on GPU)
 train_set=train             # training set (data/<set>)
 dev_set=dev                 # validation set: model selection and early stopping
 system_dev_sets=""          # "system:set ...": systems selected on another validation set (e.g. nagy_asr:dev_asrsim)
@@ -276,12 +276,16 @@ recognize_sets() {
 
 if stage_begin 2 "align: word timings and pauses ($aligner)"; then
   # The other sets first: the recognition of the test sets (which copies their aligned
-  # word tables) then runs beside the alignment of the training set, in the job pool.
+  # word tables) then runs beside the alignment of the training set, in the job pool
+  # (up to 2 x --nj processes at once; --system-jobs 1 runs them in turn). A training set
+  # that is also a test set is aligned before its recognition starts.
+  train_first=false
+  case " $test_sets " in *" $train_set "*) [ "$asr" = none ] || train_first=true ;; esac
   for set in $(all_sets); do
-    [ "$set" = "$train_set" ] || align_set "$set"
+    if [ "$set" != "$train_set" ] || $train_first; then align_set "$set"; fi
   done
   [ "$asr" = none ] || pool_run recognition recognize_sets
-  pool_run "alignment of $train_set" align_set "$train_set"
+  $train_first || pool_run "alignment of $train_set" align_set "$train_set"
   pool_wait "stage 2" "log/"
   stage_end 2 align
 fi

@@ -153,7 +153,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 n = merge(args, data_dir)
                 print(f"make_fbank: {n} utterances in {data_dir / args.stream}.scp")
                 continue
-            if extract is None:  # built once, for every data dir
+            done = part_names(data_dir.resolve(), args.stream, args.job)[1].is_file()
+            if extract is None and not done:  # built once, and only for work to do
                 extract = (wav2vec2_extractor(args.wav2vec2) if args.wav2vec2
                            else fbank_extractor(args.n_mels))
             n = run_job(args, data_dir, args.job, extract)

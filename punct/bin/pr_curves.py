@@ -1,4 +1,4 @@
-"""Precision-recall operating curves (Moró & Szaszák 2017, Fig. 1) and PP slot statistics.
+"""Precision-recall operating curves (Moró & Szaszák 2017, Fig. 1).
 
     python -m punct.bin.pr_curves --data-dir data/test --set test \\
         --system exp/prosodic_pp_dense --system exp/prosodic_pp_sparse \\

@@ -162,8 +162,8 @@ class EncoderStateCache:
         if missing:
             with torch.no_grad():
                 out = encoder(input_ids=ids[missing], attention_mask=mask[missing])
-            for j, b in enumerate(missing):
-                rows[b] = out.last_hidden_state[j, : lengths[b]].detach()
+            for j, b in enumerate(missing):  # a copy: a view would keep the padded batch
+                rows[b] = out.last_hidden_state[j, : lengths[b]].detach().clone()
                 if self.floats < self.max_floats:
                     states[keys[b]] = rows[b]
                     self.floats += rows[b].numel()
@@ -258,6 +258,12 @@ class EncoderModel(PunctModel):
         if not self.encoder_trains:
             self.encoder.eval()
         return self
+
+    def load_state_dict(self, state_dict: Any, strict: bool = True, assign: bool = False
+                        ) -> Any:
+        """Load weights; cached encoder states belong to the old ones and are dropped."""
+        self.state_cache.clear()
+        return super().load_state_dict(state_dict, strict=strict, assign=assign)
 
     def cache_eval_states(self, enabled: bool = True) -> None:
         """Let the evaluation passes of a training run (dev loss, dev F1, thresholds) reuse
