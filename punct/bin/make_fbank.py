@@ -23,6 +23,7 @@ otherwise. The scp files hold absolute ark paths.
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -111,10 +112,16 @@ def _utt_id(request: AlignRequest) -> str:
     return request.utt_id
 
 
+def build_extractor(args: argparse.Namespace) -> Extractor:
+    """The extractor the command line asks for (wav2vec 2.0 or log-mel filterbanks)."""
+    return wav2vec2_extractor(args.wav2vec2) if args.wav2vec2 else fbank_extractor(args.n_mels)
+
+
 def run_job(args: argparse.Namespace, data_dir: Path, job: int | None,
-            extract: Extractor | None = None) -> int:
+            extractor: Callable[[], Extractor] | None = None) -> int:
     """Compute the features of one job of ``data_dir`` (all utterances when ``job`` is
-    None); returns the number of utterances written, -1 when the job was already done."""
+    None); returns the number of utterances written, -1 when the job was already done.
+    ``extractor`` gives the extractor (called only when there is work to do)."""
     data_dir = data_dir.resolve()
     ark, scp = part_names(data_dir, args.stream, job)
     if scp.is_file():
@@ -122,9 +129,7 @@ def run_job(args: argparse.Namespace, data_dir: Path, job: int | None,
     requests = load_requests(data_dir)
     if job is not None:
         requests = job_items(data_dir, requests, _utt_id, job, args.num_jobs)
-    if extract is None:
-        extract = (wav2vec2_extractor(args.wav2vec2) if args.wav2vec2
-                   else fbank_extractor(args.n_mels))
+    extract = extractor() if extractor is not None else build_extractor(args)
     desc = f"{args.stream} {data_dir.name}" + (f" job {job}" if job else "")
     kaldiio = require("kaldiio", "train", "writing features")  # optional extra: Kaldi ark/scp
     with atomic_path(scp) as tmp_scp, kaldiio.WriteHelper(f"ark,scp:{ark},{tmp_scp}") as writer:
@@ -145,7 +150,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = parser()
     args = p.parse_args(argv)
     check_args(p, args)
-    extract: Extractor | None = None
+    extractor = functools.cache(lambda: build_extractor(args))  # one model for every dir
     for name in args.data_dir:
         data_dir = Path(name)
         try:
@@ -153,11 +158,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 n = merge(args, data_dir)
                 print(f"make_fbank: {n} utterances in {data_dir / args.stream}.scp")
                 continue
-            done = part_names(data_dir.resolve(), args.stream, args.job)[1].is_file()
-            if extract is None and not done:  # built once, and only for work to do
-                extract = (wav2vec2_extractor(args.wav2vec2) if args.wav2vec2
-                           else fbank_extractor(args.n_mels))
-            n = run_job(args, data_dir, args.job, extract)
+            n = run_job(args, data_dir, args.job, extractor)
         except (PunctInputError, OSError) as err:
             return report_error("make_fbank", err)
         _, scp = part_names(data_dir, args.stream, args.job)

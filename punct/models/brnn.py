@@ -67,7 +67,7 @@ ATTENTION_ELEMENTS = 1 << 23
 RECOMPUTE_ELEMENTS = 1 << 26
 """``checkpoint_attention`` recomputes the attention in the backward pass only when the
 whole (B, T-1, T, A) tensor of a training batch exceeds this (256 MB of float32); smaller
-batches (the mini recipe's) keep it, which saves the BRNN about 15 % of its step time."""
+batches (the mini recipe's) keep it: mini brnn_text trains in 53 s instead of 64."""
 PAUSE_INPUT_UNIT_S = 0.1
 """``model.pause_input`` feeds pauses in tenths of a second: a pause in seconds (mostly
 under 0.6) is too small beside the embeddings for the BiGRU to pick up before it has
