@@ -386,3 +386,98 @@ def test_mid_stream_sets_need_no_final_mark(tiny_exp: tuple[Path, Path], tmp_pat
     assert runs["cut"][1]["mid_stream"] and not runs["whole"][1]["mid_stream"]
     assert runs["cut"][1]["violations"]["no_final_mark"] == 0
     assert runs["free"][1]["violations"]["no_final_mark"] > 0
+
+
+def test_decode_cli_scores_each_set_as_the_score_tool(tiny_exp: tuple[Path, Path],
+                                                      tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str]
+                                                      ) -> None:
+    """``--score`` writes the scores ``punct.bin.score`` writes for the stage driver's
+    arguments: against ``ref_words.tsv`` where the set has one, with its
+    ``score_label_set``; ``.done`` (written last) is the checkpoint's checksum line."""
+    import shutil
+
+    from punct.bin import score as score_cli
+
+    exp, data = tiny_exp
+    twin = tmp_path / "twin"  # an "ASR twin": its own words, scored against ref_words.tsv
+    shutil.copytree(data, twin)
+    rows = read_word_table(data / "words.tsv")
+    first = next(iter(rows))
+    shorter = {**rows, first: rows[first][:-1]}
+    write_word_table(twin / "words.tsv", shorter)
+    shutil.copy(data / "words.tsv", twin / "ref_words.tsv")
+    (twin / "score_label_set").write_text("iwslt4\n")
+    out_a, out_b = tmp_path / "a", tmp_path / "b"
+    assert decode_cli.main(["--exp-dir", str(exp), "--num-threads", "1", "--quiet", "--score",
+                            "--data-dir", str(data), "--out-dir", str(out_a),
+                            "--data-dir", str(twin), "--out-dir", str(out_b)]) == 0
+    printed = capsys.readouterr().out
+    assert printed.count("BLEU") == 2 and printed.count("words/s") == 2
+    stamp = (exp / "best.pt.sha256").read_text()
+    for out, ref, extra in ((out_a, data / "words.tsv", []),
+                            (out_b, twin / "ref_words.tsv", ["--label-set", "iwslt4"])):
+        assert (out / ".done").read_text() == stamp
+        direct = tmp_path / f"{out.name}.json"
+        assert score_cli.main(["--ref", str(ref), "--hyp", str(out / "words.tsv"),
+                               "--decode-info", str(out / "decode.json"), "--system",
+                               exp.name, "--test-set", ref.parent.name, "--out", str(direct),
+                               *extra]) == 0
+        mine = json.loads((out / "scores.json").read_text())
+        theirs = json.loads(direct.read_text())
+        for doc in (mine, theirs):
+            doc.pop("created")
+        assert mine == theirs
+    twin_scores = json.loads((out_b / "scores.json").read_text())
+    assert twin_scores["ref"].endswith("ref_words.tsv")
+    assert twin_scores["metrics"]["all"]["asr"]["wer"] > 0  # a deleted word, aligned
+    assert twin_scores["test_set"] == "twin" and twin_scores["system"] == exp.name
+
+
+def test_train_cli_decodes_and_scores_after_training(tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]
+                                                     ) -> None:
+    """``--decode-data-dir``/``--decode-out-dir``: the trained system decodes and scores
+    the sets in the training process, as ``punct.bin.decode --score`` does afterwards; a
+    failing decode leaves the set without ``.done`` and the training counted."""
+    import yaml
+
+    from punct.bin import train as train_cli
+
+    _write_set(tmp_path / "train", 30, 1)
+    _write_set(tmp_path / "test", 6, 2)
+    config = tmp_path / "tiny.yaml"
+    config.write_text(yaml.safe_dump({
+        "family": "brnn", "label_set": "iwslt4", "featurizer": {"min_count": 1},
+        "model": {"hidden": 8},
+        "train": {"epochs": 1, "batch_size": 8, "window": 6, "stride": 6,
+                  "optimizer": {"name": "adam", "lr": 0.01}},
+        "decode": {"window": 4, "stride": 2, "batch_size": 5}}))
+    exp = tmp_path / "exp"
+    common = ["--config", str(config), "--train-dir", str(tmp_path / "train"),
+              "--dev-dir", str(tmp_path / "test"), "--exp-dir", str(exp),
+              "--num-threads", "1", "--quiet"]
+    rc = train_cli.main([*common, "--decode-data-dir", str(tmp_path / "test"),
+                         "--decode-out-dir", str(exp / "decode_test"),
+                         "--decode-data-dir", str(tmp_path / "missing"),
+                         "--decode-out-dir", str(exp / "decode_missing")])
+    captured = capsys.readouterr()
+    assert rc == 0
+    assert "decoding after training failed" in captured.err and "missing" in captured.err
+    assert not (exp / "decode_missing" / ".done").exists()
+    stamp = (exp / "best.pt.sha256").read_text()
+    assert (exp / "decode_test" / ".done").read_text() == stamp  # decoded before the failure
+    rc = train_cli.main([*common, "--decode-data-dir", str(tmp_path / "test"),
+                         "--decode-out-dir", str(exp / "decode_test")])
+    assert rc == 0 and "micro-F1" in capsys.readouterr().out
+    assert (exp / "decode_test" / ".done").read_text() == (exp / "best.pt.sha256").read_text()
+    again = tmp_path / "again"
+    assert decode_cli.main(["--exp-dir", str(exp), "--data-dir", str(tmp_path / "test"),
+                            "--out-dir", str(again), "--num-threads", "1", "--quiet",
+                            "--score"]) == 0
+    assert (again / "words.tsv").read_text() == (exp / "decode_test" / "words.tsv").read_text()
+    mine = json.loads((exp / "decode_test" / "scores.json").read_text())
+    theirs = json.loads((again / "scores.json").read_text())
+    assert mine["metrics"] == theirs["metrics"]
+    assert train_cli.main([*common, "--decode-data-dir", str(tmp_path / "test")]) == 1
+    assert "1 --decode-data-dir but 0 --decode-out-dir" in capsys.readouterr().err

@@ -165,3 +165,30 @@ def test_asr_condition(recipe: Path) -> None:
                                                     abs=0.051)
     text = (recipe / "RESULTS.md").read_text()
     assert "## asr_penalty" in text and "## recogniser_test_asr" in text
+
+
+def test_training_jobs_decode_and_stage_6_skips_what_they_did(recipe: Path) -> None:
+    """On CPU each training job decodes and scores its system's test sets (their .done
+    holds best.pt's checksum line) and stage 6 finds them done; rerun without its marker,
+    stage 6 decodes again only a set whose .done no longer matches best.pt."""
+    out = (recipe / "run.out").read_text()
+    for system in SYSTEMS:
+        stamp = (recipe / "exp" / system / "best.pt.sha256").read_text()
+        decodes = [d for d in (recipe / "exp" / system).glob("decode_test*") if d.is_dir()]
+        assert {d.name for d in decodes} >= {"decode_test", "decode_test_asr"}
+        for d in decodes:
+            assert (d / ".done").read_text() == stamp, d
+        assert f"  {system}: decoded and scored with this best.pt already" in out
+    stale = recipe / "exp" / "brnn_text" / "decode_test_asr"
+    (stale / ".done").write_text("0" * 64 + "  best.pt\n")
+    kept = recipe / "exp" / "brnn_pause" / "decode_test" / "scores.json"
+    before = kept.stat().st_mtime_ns
+    (recipe / ".stages" / "6.done").unlink()
+    proc = run_recipe(recipe, "--stage", "6", "--stop-stage", "6")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "brnn_text: decoded and scored" not in proc.stdout
+    assert proc.stdout.count("decoded and scored with this best.pt already") == len(SYSTEMS) - 1
+    assert (stale / ".done").read_text() == (stale.parent / "best.pt.sha256").read_text()
+    decode_log = (recipe / "exp" / "brnn_text" / "log" / "decode.log").read_text()
+    assert "--data-dir data/test_asr" in decode_log and "--data-dir data/test " not in decode_log
+    assert kept.stat().st_mtime_ns == before

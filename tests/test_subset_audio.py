@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from punct.bin import subset_audio
+from punct.data.withhold import select_withheld
 from punct.errors import PunctInputError
-from punct.models.unipunc.withhold import select_withheld
 from punct.wordtable import read_word_table
 
 UTTS = [f"utt{i:02d}" for i in range(10)]

@@ -30,6 +30,16 @@ def test_queries(capsys: pytest.CaptureFixture[str]) -> None:
     assert ask("pr_curves", capsys) == ["prosodic_pp"]
 
 
+def test_all_queries_at_once(capsys: pytest.CaptureFixture[str]) -> None:
+    """``all``: each query's lines, prefixed by its name (the driver asks once per run)."""
+    systems = ["brnn_pause", "brnn_text", "prosodic_pp", "unipunc"]
+    expected = [f"{query} {line}".rstrip() for query in system_info.QUERIES
+                for line in ask(query, capsys, systems)]
+    assert ask("all", capsys, systems) == expected
+    assert "streams prosody fbank" in expected and "waves brnn_pause" in expected
+    assert ask("all", capsys, ["brnn_text"])[:2] == ["family brnn_text brnn", "streams"]
+
+
 def test_unknown_family_names_the_config(tmp_path: Path,
                                          capsys: pytest.CaptureFixture[str]) -> None:
     bad = tmp_path / "x.yaml"

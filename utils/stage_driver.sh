@@ -76,14 +76,16 @@ marker() {
   if [ -n "$stage_tag" ] && [ "$1" -ge 2 ]; then echo ".stages/$stage_tag/$1.done"
   else echo ".stages/$1.done"; fi
 }
-# stage_pending N: stage N is in range and not done (or forced).
+# stage_in_range N: --stage <= N <= --stop-stage; stage_pending N: in range and not done
+# (or forced).
+stage_in_range() { [ "$stage" -le "$1" ] && [ "$stop_stage" -ge "$1" ]; }
 stage_pending() {
-  [ "$stage" -le "$1" ] && [ "$stop_stage" -ge "$1" ] || return 1
+  stage_in_range "$1" || return 1
   [ ! -f "$(marker "$1")" ] || $force
 }
 # stage_begin N NAME: true when stage N is pending (it logs the start, or why not).
 stage_begin() {
-  [ "$stage" -le "$1" ] && [ "$stop_stage" -ge "$1" ] || return 1
+  stage_in_range "$1" || return 1
   if ! stage_pending "$1"; then
     log "Stage $1 ($2): already done ($(marker "$1"); --force true to rerun)"
     return 1
@@ -116,12 +118,34 @@ all_sets() {
 }
 mixed_sets() { local s; for s in $test_sets; do [ ! -d "data/${s}_mixed" ] || echo "${s}_mixed"; done; }
 # system_info QUERY SYSTEM...: what the systems' families declare (punct.bin.system_info), so
-# that this driver never names a model family.
+# that this driver never names a model family. One call answers every query for every
+# system of the run (load_system_info: each call pays for importing all families); the
+# lists keep the SYSTEMs given (waves: the run's waves restricted to them, in order).
+system_info_lines=""
+load_system_info() {
+  local sys args=() systems=""
+  # the systems of the stages this run goes through (stages 3 and 6 ask about all)
+  if stage_in_range 3 || stage_in_range 6; then systems="$baseline_systems $transformer_systems"
+  else
+    if stage_in_range 4; then systems=$baseline_systems; fi
+    if stage_in_range 5; then systems="$systems $transformer_systems"; fi
+  fi
+  for sys in $systems; do args+=(--config "$(conf_for "$sys")"); done
+  [ ${#args[@]} -eq 0 ] || system_info_lines=$(python -m punct.bin.system_info --query all "${args[@]}")
+}
 system_info() {
-  local query=$1 sys args=()
+  local query=$1 line word kept
   shift
-  for sys in "$@"; do args+=(--config "$(conf_for "$sys")"); done
-  python -m punct.bin.system_info --query "$query" "${args[@]}"
+  while IFS= read -r line; do
+    case $line in "$query"|"$query "*) line=${line#"$query"}; line=${line# } ;; *) continue ;; esac
+    case $query in
+      streams) echo "$line" ;;
+      family) case " $* " in *" ${line%% *} "*) echo "$line" ;; esac ;;
+      *) kept=""
+         for word in $line; do case " $* " in *" $word "*) kept="$kept $word" ;; esac; done
+         [ -z "$kept" ] || echo "${kept# }" ;;
+    esac
+  done <<< "$system_info_lines"
 }
 # dev_set_of SYSTEM: its validation set (--system-dev-sets, else --dev-set).
 dev_set_of() {
@@ -182,17 +206,25 @@ pool_wait() {
 }
 
 train_one() {
-  local sys=$1 resume=()
+  local sys=$1 resume=() then_decode=() set
   if [ -f "exp/$sys/.done" ] && ! $force; then log "  $sys: trained already"; return; fi
   # An interrupted or preempted training (exit 75) continues from its last checkpoint.
   if [ -f "exp/$sys/last.pt" ] && ! $force; then
     resume=(--resume); log "  $sys: resuming from exp/$sys/last.pt"
   fi
+  # On CPU, when this run reaches stage 6, the training job also decodes and scores the
+  # system's test sets (no second process paying the imports); stage 6 finds them done.
+  if $decode_after_training; then
+    for set in $(decode_sets "$sys"); do
+      then_decode+=(--decode-data-dir "data/$set" --decode-out-dir "exp/$sys/decode_$set")
+    done
+  fi
   # shellcheck disable=SC2154
   $train_cmd --num-threads "$job_threads" --gpu "$ngpu" "exp/$sys/log/train.log" \
     python -m punct.bin.train --config "$(conf_for "$sys")" \
       --train-dir "data/$train_set" --dev-dir "data/$(dev_set_of "$sys")" --exp-dir "exp/$sys" \
-      --num-threads "$job_threads" --ngpu "$ngpu" "${resume[@]+"${resume[@]}"}"
+      --num-threads "$job_threads" --ngpu "$ngpu" "${resume[@]+"${resume[@]}"}" \
+      --nonspeech "$nonspeech" "${then_decode[@]+"${then_decode[@]}"}"
   touch "exp/$sys/.done"
   log "  $sys: $(tail -n 4 "exp/$sys/train.log" | grep -m1 -i 'best' || echo trained)"
 }
@@ -201,7 +233,7 @@ train_one() {
 train_systems() {
   local waves wave sys pending
   [ $# -gt 0 ] || return 0
-  waves=$(system_info waves "$@")  # a bad config stops the driver here
+  waves=$(system_info waves "$@")
   while read -r wave; do
     pending=0
     for sys in $wave; do
@@ -212,6 +244,21 @@ train_systems() {
     pool_wait training
   done <<< "$waves"
 }
+
+# decode_sets SYSTEM: the test sets stage 6 decodes with the system: a family that needs
+# audio for every utterance skips the <set>_mixed sets and the withheld test sets.
+decode_sets() {
+  local s
+  case $mixed_ok in
+    *" $1 "*) echo "$test_sets $(mixed_sets)" ;;
+    *) for s in $test_sets; do [ -f "data/$s/withheld" ] || echo "$s"; done ;;
+  esac
+}
+mixed_ok=""  # the systems that decode the <set>_mixed sets, once stage 4 or 6 runs
+decode_after_training=false  # set before stage 4 (needs data/ and the test sets)
+
+# What the systems' families declare, for stages 3-6 (a bad config stops the driver here).
+if [ "$stage" -le 6 ] && [ "$stop_stage" -ge 3 ]; then load_system_info; fi  # any of 3-6
 
 if stage_begin 0 "data: download or synthesise the $corpus corpus"; then
   nj=$nj cpu_cmd=$cpu_cmd "$root/local/$corpus/download.sh" downloads
@@ -351,6 +398,14 @@ if stage_begin 3 "dump: acoustic features ($feature_streams), label statistics, 
   stage_end 3 dump
 fi
 
+# On CPU, when stage 6 runs after this run's training, each training job decodes and
+# scores its system's test sets itself (train_one).
+# shellcheck disable=SC2086
+if [ "$ngpu" -eq 0 ] && [ "$stage" -le 5 ] && stage_pending 6; then
+  decode_after_training=true
+  mixed_ok=" $(system_info decodes_mixed_sets $baseline_systems $transformer_systems | tr '\n' ' ') "
+fi
+
 # With several job slots and both stages to run, stages 4 and 5 share one pool: the
 # transformer systems first (the longest, as a rule), every system after the one its
 # init_from names. Stage 4's marker then holds the time of both and stage 5's none.
@@ -378,44 +433,36 @@ if ! $together && stage_begin 5 "transformer systems: $transformer_systems"; the
   stage_end 5 transformers
 fi
 
-# decode_and_score SYSTEM SET...: decode the sets with the system (one process, the model
-# loaded once) and score each.
+# decode_and_score SYSTEM SET...: decode the sets with the system and score each (one
+# process, the model loaded once; punct.bin.decode --score scores a set against its
+# ref_words.tsv or words.tsv, with its score_label_set). A set decoded and scored with the
+# same best.pt (its .done holds best.pt's checksum line, e.g. by the training job) is
+# skipped unless --force.
 decode_and_score() {
-  local sys=$1 set out ref ls_opt pairs=()
+  local sys=$1 set out pairs=()
   shift
-  for set in "$@"; do pairs+=(--data-dir "data/$set" --out-dir "exp/$sys/decode_$set"); done
-  # shellcheck disable=SC2154
-  $decode_cmd --num-threads "$job_threads" "exp/$sys/log/decode.log" \
-    python -m punct.bin.decode --exp-dir "exp/$sys" "${pairs[@]}" --num-threads "$job_threads"
   for set in "$@"; do
     out=exp/$sys/decode_$set
-    # A test set may name the label set it is scored with (e.g. the full-mark reference).
-    ls_opt=()
-    [ -f "data/$set/score_label_set" ] && ls_opt=(--label-set "$(cat "data/$set/score_label_set")")
-    # An ASR twin is scored against the reference words (aligned, with WER).
-    ref=data/$set/words.tsv
-    if [ -f "data/$set/ref_words.tsv" ]; then ref=data/$set/ref_words.tsv; fi
-    python -m punct.bin.score --ref "$ref" --hyp "$out/words.tsv" \
-      --utt2lang "data/$set/utt2lang" --decode-info "$out/decode.json" \
-      --system "$sys" --test-set "$set" --out "$out/scores.json" --nonspeech "$nonspeech" \
-      "${ls_opt[@]+"${ls_opt[@]}"}"
+    if ! $force && [ -f "$out/scores.json" ] && cmp -s "exp/$sys/best.pt.sha256" "$out/.done"; then
+      continue
+    fi
+    pairs+=(--data-dir "data/$set" --out-dir "$out")
   done
+  if [ ${#pairs[@]} -eq 0 ]; then log "  $sys: decoded and scored with this best.pt already"; return 0; fi
+  # shellcheck disable=SC2154
+  $decode_cmd --num-threads "$job_threads" "exp/$sys/log/decode.log" \
+    python -m punct.bin.decode --exp-dir "exp/$sys" "${pairs[@]}" --num-threads "$job_threads" \
+      --score --nonspeech "$nonspeech"
 }
 
 if stage_begin 6 "decode, score and report"; then
-  # Systems whose family needs audio for every utterance skip the <set>_mixed sets.
   # shellcheck disable=SC2086
-  mixed_ok=" $(system_info decodes_mixed_sets $baseline_systems $transformer_systems | tr '\n' ' ') "
+  [ -n "$mixed_ok" ] || mixed_ok=" $(system_info decodes_mixed_sets $baseline_systems $transformer_systems | tr '\n' ' ') "
   # shellcheck disable=SC2086
   job_threads=$(pool_threads "$(echo $baseline_systems $transformer_systems | wc -w)")
   for sys in $baseline_systems $transformer_systems; do
-    sets=$test_sets
-    case $mixed_ok in
-      *" $sys "*) sets="$test_sets $(mixed_sets)" ;;
-      *) sets=$(for s in $test_sets; do [ -f "data/$s/withheld" ] || echo "$s"; done) ;;
-    esac
-    # shellcheck disable=SC2086
-    pool_run "$sys" decode_and_score "$sys" $sets
+    # shellcheck disable=SC2046
+    pool_run "$sys" decode_and_score "$sys" $(decode_sets "$sys")
   done
   pool_wait decoding
   pp_systems=()
@@ -425,9 +472,10 @@ if stage_begin 6 "decode, score and report"; then
   done
   if [ ${#pp_systems[@]} -gt 0 ]; then
     for set in $test_sets; do
-      python -m punct.bin.pr_curves --data-dir "data/$set" --set "$set" "${pp_systems[@]}" \
-        --out "$results_dir/moro_fig1_pr_$set.png"
+      pool_run "pr_curves $set" python -m punct.bin.pr_curves --data-dir "data/$set" \
+        --set "$set" "${pp_systems[@]}" --out "$results_dir/moro_fig1_pr_$set.png"
     done
+    pool_wait "precision-recall curves" "the output above"
   fi
   python -m punct.bin.stage_times --stages-dir "$(dirname "$(marker 6)")" \
     --out "exp/stage_times${stage_tag:+_$stage_tag}.json" --exp-dir exp \

@@ -8,6 +8,11 @@ and decodes each set in turn, as stage 6 does for every set of a system. Each ou
 ``decode.json`` (words/s, device, batch size, window, stride, ``cap_modelled``,
 ``constraints``, the ``violations`` of the document rules counted on the output, and the
 featurizer's figures of the set: ``pp``, the PP slot statistics of a prosodic_pp system).
+``--score`` also scores each set in this process (``scores.json``, as ``punct.bin.score``
+with the set's ``ref_words.tsv`` or ``words.tsv``, ``utt2lang`` and ``score_label_set``).
+Each finished set gets ``.done`` last: the checkpoint's ``sha256sum`` line, which the stage
+driver compares with ``<checkpoint>.pt.sha256`` to skip a set already decoded (and scored)
+with the same weights.
 """
 
 from __future__ import annotations
@@ -22,6 +27,8 @@ import numpy as np
 import torch
 
 from punct.atomic import atomic_write_text
+from punct.bin.score import decoded_set_args, write_scores
+from punct.data.nonspeech import add_nonspeech_option
 from punct.data.sequences import load_data_dir
 from punct.engine.decode import (
     DecodeSettings,
@@ -39,6 +46,7 @@ from punct.errors import PunctInputError, report_error
 from punct.export.backends import backend_model, choose_backend
 from punct.export.system import System
 from punct.labels import get_label_set
+from punct.models.checkpoint import file_sha256, sidecar
 from punct.train.env import set_num_threads
 from punct.wordtable import render_rows, write_word_table
 
@@ -73,8 +81,22 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--backend", choices=("torch", "torch-int8", "auto"), default="torch",
                         help="torch-int8: dynamic int8 Linear layers (CPU); auto: bf16 where "
                         "native, else int8 where the exp dir's backends.json allows it")
+    parser.add_argument("--score", action="store_true",
+                        help="score each set too (scores.json in its out dir)")
+    add_nonspeech_option(parser)
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     return parser
+
+
+DONE = ".done"
+
+
+def checkpoint_stamp(path: Path) -> str:
+    """The checkpoint's ``sha256sum`` line: its sidecar's text, else computed."""
+    check = sidecar(path)
+    if check.is_file():
+        return check.read_text(encoding="utf-8")
+    return f"{file_sha256(path)}  {path.name}\n"
 
 
 def run(args: argparse.Namespace) -> list[dict]:
@@ -83,6 +105,8 @@ def run(args: argparse.Namespace) -> list[dict]:
         raise PunctInputError(f"{len(args.data_dir)} --data-dir but {len(args.out_dir)} "
                               "--out-dir: give one out dir per data dir")
     device = pick_device(args.device)
+    ckpt = Path(args.exp_dir) / f"{args.checkpoint}.pt"
+    stamp = checkpoint_stamp(ckpt) if ckpt.is_file() else ""  # read before the weights
     exp = load_experiment(args.exp_dir, args.checkpoint, device)
     cfg = exp.config
     st = decode_settings(cfg, device, window=args.window, stride=args.stride,
@@ -102,11 +126,17 @@ def run(args: argparse.Namespace) -> list[dict]:
             st = dataclasses.replace(st, bf16=False)
     records = []
     for data_dir, out_dir in zip(args.data_dir, args.out_dir, strict=True):
-        info = decode_set(exp, model, st, device, Path(data_dir), Path(out_dir),
+        out = Path(out_dir)
+        (out / DONE).unlink(missing_ok=True)
+        info = decode_set(exp, model, st, device, Path(data_dir), out,
                           progress=not args.quiet and sys.stderr.isatty())
         info.update({"exp_dir": str(args.exp_dir), "checkpoint": args.checkpoint,
                      "backend": backend})
-        atomic_write_text(Path(out_dir) / "decode.json", json.dumps(info, indent=2) + "\n")
+        atomic_write_text(out / "decode.json", json.dumps(info, indent=2) + "\n")
+        if args.score:
+            info["score_line"] = write_scores(decoded_set_args(
+                Path(data_dir), out, Path(args.exp_dir).name, args.nonspeech))
+        atomic_write_text(out / DONE, stamp)
         records.append(info)
     return records
 
@@ -158,6 +188,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"decoded {info['words']} words ({info['utterances']} utts) with "
               f"{info['family']} in {info['seconds']:.2f}s ({info['words_per_s']} words/s, "
               f"{info['device']}, batch {info['batch_size']}) -> {out_dir}/words.tsv")
+        if "score_line" in info:
+            print(info["score_line"])
     return 0
 
 

@@ -125,26 +125,56 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+def write_scores(args: argparse.Namespace) -> str:
+    """Score the parsed command line's hypothesis, write ``--out``; return the one-line
+    summary."""
     if args.lang_group is None:
         args.lang_group = list(DEFAULT_LANG_GROUPS)
-    try:
-        doc = build_scores(args)
-    except PunctInputError as err:
-        return report_error("score", err)
+    doc = build_scores(args)
     atomic_write_text(args.out, json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
     m = doc["metrics"]["all"]
     ser = "n/a" if m["ser"] is None else f"{100 * m['ser']:.1f}"
     asr = m.get("asr")
     wer = "" if asr is None or asr["wer"] is None else f", WER {100 * asr['wer']:.1f}"
-    print(f"{doc['system']} on {doc['test_set']} ({doc['label_set']}): "
-          f"{m['words']} words{wer}, micro-F1 {100 * m['micro_f1']:.1f}, "
-          f"macro-F1 {100 * m['macro_f1']:.1f}, SER {ser}, "
-          f"cap micro-F1 {100 * m['cap_micro_f1']:.1f}, BLEU {doc['text']['bleu']:.1f}, "
-          f"chrF {doc['text']['chrf']:.1f}, TER {doc['text']['ter']:.1f} -> {args.out}")
-    return 0
+    return (f"{doc['system']} on {doc['test_set']} ({doc['label_set']}): "
+            f"{m['words']} words{wer}, micro-F1 {100 * m['micro_f1']:.1f}, "
+            f"macro-F1 {100 * m['macro_f1']:.1f}, SER {ser}, "
+            f"cap micro-F1 {100 * m['cap_micro_f1']:.1f}, BLEU {doc['text']['bleu']:.1f}, "
+            f"chrF {doc['text']['chrf']:.1f}, TER {doc['text']['ter']:.1f} -> {args.out}")
 
+
+def decoded_set_args(data_dir: Path, out_dir: Path, system: str, nonspeech: str
+                     ) -> argparse.Namespace:
+    """The scoring of a decoded data dir as the stage driver does it: against
+    ``ref_words.tsv`` where the set has one (an ASR twin, scored against the reference
+    words), else its ``words.tsv``; with its ``utt2lang`` and the label set its
+    ``score_label_set`` names, if any (e.g. the full-mark reference)."""
+    ref = data_dir / "ref_words.tsv"
+    if not ref.is_file():
+        ref = data_dir / "words.tsv"
+    utt2lang = data_dir / "utt2lang"
+    label_file = data_dir / "score_label_set"
+    label_set = (label_file.read_text(encoding="utf-8").strip()
+                 if label_file.is_file() else None)
+    argv = ["--ref", str(ref), "--hyp", str(out_dir / "words.tsv"),
+            "--decode-info", str(out_dir / "decode.json"), "--system", system,
+            "--test-set", data_dir.name, "--out", str(out_dir / "scores.json"),
+            "--nonspeech", nonspeech]
+    if utt2lang.is_file():
+        argv += ["--utt2lang", str(utt2lang)]
+    if label_set:
+        argv += ["--label-set", label_set]
+    return parser().parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        line = write_scores(args)
+    except PunctInputError as err:
+        return report_error("score", err)
+    print(line)
+    return 0
 
 if __name__ == "__main__":
     raise SystemExit(main())

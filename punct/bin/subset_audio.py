@@ -8,7 +8,7 @@ copies the files of ``--src`` into ``--dst``; the feature streams (every ``<name
 but ``wav.scp``, or those of ``--streams``) lose the withheld utterances, and so do the
 timings of ``words.tsv`` (start, end and pause_after become empty: without audio there is
 no alignment; ``--keep-timings`` keeps them). The withheld utterance ids are listed in
-``<dst>/withheld``. The choice (``punct.models.unipunc.withhold``) is a seeded hash
+``<dst>/withheld``. The choice (``punct.data.withhold``) is a seeded hash
 ranking of the utterance ids: the same on every run and machine.
 """
 
@@ -20,9 +20,9 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from punct.data.withhold import select_withheld
 from punct.errors import MissingDataError, PunctInputError, report_error
 from punct.kaldi import c_sorted
-from punct.models.unipunc.withhold import select_withheld
 from punct.wordtable import read_text_lines, read_word_table, write_word_table
 
 

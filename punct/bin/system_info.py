@@ -12,7 +12,10 @@
 - ``waves``: the systems in training order, one wave per line (space-separated): a system
   whose ``init_from`` names another of the systems (``exp/<name>``), or whose ``soup``
   lists others, comes in a later wave than those, and the systems of one wave may train
-  at once.
+  at once;
+- ``all``: every query above, each output line prefixed by the query's name and a space
+  (``streams prosody fbank``, ``waves a b``, ...): the stage driver asks once per run
+  (each call pays for importing every family).
 
 The stage driver (run.sh) uses it so that it never names a model family.
 """
@@ -84,15 +87,22 @@ def answer(query: str, configs: Sequence[Path]) -> list[str]:
     return [" ".join(streams)] if query == "streams" else lines
 
 
+def answer_all(configs: Sequence[Path]) -> list[str]:
+    """Every query's lines, each prefixed by the query's name."""
+    return [f"{query} {line}".rstrip() for query in QUERIES for line in answer(query, configs)]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m punct.bin.system_info", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--config", action="append", required=True, type=Path,
                    help="a system's config (repeat for every system)")
-    p.add_argument("--query", required=True, choices=QUERIES, help="what to answer")
+    p.add_argument("--query", required=True, choices=(*QUERIES, "all"),
+                   help="what to answer")
     args = p.parse_args(argv)
     try:
-        lines = answer(args.query, args.config)
+        lines = (answer_all(args.config) if args.query == "all"
+                 else answer(args.query, args.config))
     except PunctInputError as err:
         return report_error("system_info", err)
     for line in lines:

@@ -16,7 +16,7 @@ optional time encoding uses them to align words with frames.
 
 Withholding: ``withhold_audio`` (a share) of the utterances passed to ``fit`` (the
 training set), chosen by a seeded hash of the utterance id
-(:mod:`punct.models.unipunc.withhold`), never get audio, so the virtual embedding is
+(:mod:`punct.data.withhold`), never get audio, so the virtual embedding is
 trained on real text while the same sentences' neighbours keep theirs.
 """
 
@@ -32,9 +32,9 @@ import numpy as np
 import torch
 
 from punct.config import Config, OptionError, option
+from punct.data.withhold import select_withheld
 from punct.errors import PunctInputError
 from punct.models.base import ListPlan, Window, WindowPlan, WordSeq
-from punct.models.unipunc.withhold import select_withheld
 
 STATE_FILE = "unipunc_audio.json"
 
