@@ -228,3 +228,17 @@ def test_driver_stage2_names_a_failed_pooled_alignment(tmp_path: Path) -> None:
     assert "stage 2 failed: alignment of tr (see log/)" in proc.stdout, proc.stdout
     assert "missing.wav" in (tmp_path / "log" / "align_tr.1.log").read_text(encoding="utf-8")
     assert not (tmp_path / ".stages" / "2.done").exists()
+
+
+def test_driver_trains_in_the_order_given(tmp_path: Path) -> None:
+    """Stages 4 and 5 together: the transformer systems start first, as given (the
+    families' answers, asked once for the run, list the baselines first)."""
+    proc = subprocess.run(
+        ["bash", str(ROOT / "utils" / "stage_driver.sh"), "--stage", "4", "--stop-stage", "5",
+         "--model-conf-dir", str(ROOT / "conf" / "model" / "tiny"),
+         "--baseline-systems", "brnn_text prosodic_pp", "--transformer-systems", "unipunc",
+         "--train-set", "nope", "--system-jobs", "2", "--num-threads", "2"],
+        cwd=tmp_path, env=dict(os.environ, PUNCT_RECIPE_DIR=str(tmp_path)),
+        capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "training in this order, 2 at once: unipunc brnn_text prosodic_pp" in proc.stdout

@@ -141,8 +141,8 @@ system_info() {
     case $query in
       streams) echo "$line" ;;
       family) case " $* " in *" ${line%% *} "*) echo "$line" ;; esac ;;
-      *) kept=""
-         for word in $line; do case " $* " in *" $word "*) kept="$kept $word" ;; esac; done
+      *) kept=""  # in the order given (stage 4 starts the longest systems first)
+         for word in "$@"; do case " $line " in *" $word "*) kept="$kept $word" ;; esac; done
          [ -z "$kept" ] || echo "${kept# }" ;;
     esac
   done <<< "$system_info_lines"
@@ -240,6 +240,7 @@ train_systems() {
       if [ ! -f "exp/$sys/.done" ] || $force; then pending=$((pending + 1)); fi
     done
     job_threads=$(pool_threads "$pending")
+    log "  training in this order, $system_jobs at once: $wave"
     for sys in $wave; do pool_run "$sys" train_one "$sys"; done
     pool_wait training
   done <<< "$waves"
