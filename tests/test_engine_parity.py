@@ -23,6 +23,7 @@ from punct.engine.decode import decide, predict_words, rule_caps
 from punct.engine.reference_decode import reference_predict_words, reference_rule_caps
 from punct.labels import get_label_set
 from punct.models.base import Registry, WordSeq
+from punct.models.subword import plan as plan_module
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data" / "iwslt2012"
@@ -118,6 +119,20 @@ def test_array_engine_decides_as_the_reference(family: str, window: int, data: s
         assert 0 < marks.sum() < marks.size  # the comparison decides something
 
 
+def test_sum_of_activations_with_casing_as_the_reference(bert: Path) -> None:
+    """autopunct under ``sum``: only the activations (marks and casing) are gathered,
+    and the sums are the reference's."""
+    config, feat, model = build("autopunct", bert, 32)
+    ls = get_label_set(config.label_set)
+    seqs = iwslt_seqs("test2011", ls.name, 3000)
+    args = (model, feat, seqs, 32, 10, 7, False, "sum")
+    new = predict_words(*args, exclusive=ls.exclusive)
+    old = reference_predict_words(*args, exclusive=ls.exclusive)
+    assert new.cap is not None and old.cap is not None
+    np.testing.assert_allclose(new.punct, old.punct, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(new.cap, old.cap, rtol=0, atol=1e-12)
+
+
 @pytest.mark.parametrize("family", ["autopunct", "courtland"])
 def test_plan_batches_equal_collated_windows(family: str, bert: Path) -> None:
     """Every batch of the plan holds exactly the inputs ``windows`` + ``collate`` give."""
@@ -134,6 +149,49 @@ def test_plan_batches_equal_collated_windows(family: str, bert: Path) -> None:
         for key, value in got.items():
             assert value.dtype == want[key].dtype, key
             torch.testing.assert_close(value, want[key], equal_nan=True, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize(("family", "chunk"), [("autopunct", 1), ("autopunct", 700),
+                                               ("courtland", 700), ("courtland", 1 << 18)])
+def test_chunked_batches_equal_collated_windows(family: str, chunk: int, bert: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """``batches`` fills several batches at once (``chunk`` positions at most: one batch,
+    a few, all): every batch equals ``collate`` of its windows, with empty utterances in
+    the input, a batch size that does not divide the window count, and courtland's fixed
+    width."""
+    monkeypatch.setattr(plan_module, "CHUNK_POSITIONS", chunk)
+    _, feat, _ = build(family, bert, 16)
+    seqs = iwslt_seqs("test2011", "iwslt4", 700)
+    assert any(len(s) == 0 for s in seqs)
+    plan = feat.plan(seqs, 16, 5)
+    windows = feat.windows(seqs, 16, 5)
+    order = np.argsort(-plan.lengths, kind="stable")
+    assert len(order) % 9
+    seen = []
+    for rows, got in plan.batches(order, 9):
+        seen.extend(rows.tolist())
+        want = feat.collate([windows[i] for i in rows])
+        assert set(got) == set(want) - {"punct", "cap"}  # no training targets
+        for key, value in got.items():
+            assert value.dtype == want[key].dtype, key
+            torch.testing.assert_close(value, want[key], equal_nan=True, rtol=0, atol=0)
+    assert seen == order.tolist()
+
+
+def test_window_walk_together_as_one_by_one(bert: Path,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """The windows are the same whether the sequences are walked together (one array
+    step per window of each) or one by one (bisect), and they are ``windows``'s."""
+    _, feat, _ = build("autopunct", bert, 16)
+    seqs = iwslt_seqs("test2011", "iwslt4", 3000)
+    plans = []
+    for together in (1, 10**9):
+        monkeypatch.setattr(plan_module, "WALK_TOGETHER", together)
+        plans.append(feat.plan(seqs, 16, 5))
+    one, other = plans
+    assert one.first.tolist() == other.first.tolist()
+    assert one.last.tolist() == other.last.tolist()
+    assert one.lengths.tolist() == [len(w["word_ids"]) for w in feat.windows(seqs, 16, 5)]
 
 
 def test_rule_caps_vectorised_as_the_loop() -> None:

@@ -125,7 +125,10 @@ class Aggregator:
 class SlotAggregator:
     """The engine's aggregator: takes the predictions at word slots only, batch by batch,
     and sums them per word at the end in the order they came (float64), so that every
-    word gets exactly the sums of :class:`Aggregator` (``np.add.at`` in batch order)."""
+    word gets exactly the sums of :class:`Aggregator` (``np.add.at`` in batch order).
+
+    It reads only what its rule needs (:meth:`wants`): the probabilities for ``mean``,
+    the activations for ``sum`` where given (else the probabilities)."""
 
     def __init__(self, n_words: int, mode: str = "mean", exclusive: bool = False):
         if mode not in MODES:
@@ -136,24 +139,44 @@ class SlotAggregator:
         self._ids: list[np.ndarray] = []
         self._parts: list[tuple[np.ndarray | None, ...]] = []
 
-    def add(self, word_ids: np.ndarray, punct: np.ndarray, cap: np.ndarray | None = None,
-            punct_logits: np.ndarray | None = None, cap_logits: np.ndarray | None = None
-            ) -> None:
+    def wants(self, punct: object, cap: object, punct_logits: object, cap_logits: object
+              ) -> tuple[bool, bool, bool, bool]:
+        """Which of a batch's outputs :meth:`add` reads (the others need not be
+        gathered): the activations replace the probabilities under ``sum``."""
+        has = (punct is not None, cap is not None, punct_logits is not None,
+               cap_logits is not None and cap is not None)
+        if self.mode != "sum":
+            return has[0], has[1], False, False
+        return has[0] and not has[2], has[1] and not has[3], has[2], has[3]
+
+    def add(self, word_ids: np.ndarray, punct: np.ndarray | None,
+            cap: np.ndarray | None = None, punct_logits: np.ndarray | None = None,
+            cap_logits: np.ndarray | None = None) -> None:
         """Add the slots of one batch, in row-major order: ``word_ids`` (M,) and the
-        matching rows of ``punct`` (M, P), ``cap`` (M, 3) or None, and the activations."""
+        matching rows of ``punct`` (M, P), ``cap`` (M, 3) or None, and the activations
+        (any float dtype). Only what the rule reads is kept."""
         ids = np.asarray(word_ids, dtype=np.int64)
         if ids.size and (ids.min() < 0 or ids.max() >= self.n_words):
             raise ValueError(f"word id {ids.max()} out of range ({self.n_words} words)")
-        parts = (punct, cap, punct_logits, cap_logits)
-        if self._parts and (cap is None) != (self._parts[0][1] is None):
-            raise ValueError("this aggregator expects capitalisation probabilities")
+        if self.mode == "sum":  # the activations replace the probabilities
+            parts = (None if punct_logits is not None else punct,
+                     None if cap_logits is not None else cap, punct_logits, cap_logits)
+        else:
+            parts = (punct, cap, None, None)
+        if parts[0] is None and parts[2] is None:
+            raise ValueError("no mark probabilities or activations to aggregate")
+        if self._parts and [p is None for p in parts] != [p is None for p in self._parts[0]]:
+            raise ValueError("every batch must bring the same outputs (capitalisation, "
+                             "activations) as the first")
         self._ids.append(ids)
         self._parts.append(parts)
 
     def _column(self, k: int) -> np.ndarray | None:
+        """Output ``k`` of every batch in arrival order (M, C), as it came (float32 from
+        the engine: ``ordered_sums`` widens it exactly, no float64 copy is needed)."""
         if self._parts[0][k] is None:
             return None
-        return np.concatenate([p[k] for p in self._parts]).astype(np.float64, copy=False)
+        return np.concatenate([p[k] for p in self._parts])
 
     def result(self, n_punct: int = 0) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
         """As :meth:`Aggregator.result`; ``n_punct`` for a run without any prediction."""
@@ -162,21 +185,33 @@ class SlotAggregator:
             return finish(self.mode, self.exclusive,
                           np.zeros((self.n_words, n_punct)), None, counts)
         ids = np.concatenate(self._ids)
-        counts = np.bincount(ids, minlength=self.n_words).astype(np.int64)
+        counts = np.bincount(ids, minlength=self.n_words).astype(np.int64, copy=False)
         punct, cap, punct_logits, cap_logits = (self._column(k) for k in range(4))
-        assert punct is not None
-        terms = punct_terms(self.mode, self.exclusive, punct, punct_logits)
-        acc = ordered_sums(ids, terms, self.n_words)
-        acc_cap = (None if cap is None else
-                   ordered_sums(ids, cap_terms(self.mode, cap, cap_logits), self.n_words))
+        acc = ordered_sums(ids, self._terms(punct, punct_logits, True), self.n_words)
+        acc_cap = (None if cap is None and cap_logits is None else
+                   ordered_sums(ids, self._terms(cap, cap_logits, False), self.n_words))
         return finish(self.mode, self.exclusive, acc, acc_cap, counts)
+
+    def _terms(self, probs: np.ndarray | None, logits: np.ndarray | None, marks: bool
+               ) -> np.ndarray:
+        """What each slot adds: the outputs as they came (``ordered_sums`` widens them
+        to float64 exactly), or terms derived from the probabilities in float64."""
+        if logits is not None:
+            return logits
+        assert probs is not None  # ``add`` keeps one of the two
+        if self.mode != "sum":
+            return probs
+        p = probs.astype(np.float64, copy=False)
+        return punct_terms("sum", self.exclusive, p, None) if marks else cap_terms("sum", p, None)
 
 
 def ordered_sums(ids: np.ndarray, terms: np.ndarray, n_words: int) -> np.ndarray:
     """(N, C): per word, the sum of its rows of ``terms`` added one by one in their order
     of appearance, starting from 0.0 (the exact float64 sums of ``np.add.at``):
-    ``np.bincount`` with weights adds in that order, one column at a time."""
-    out = np.empty((n_words, terms.shape[1]), dtype=np.float64)
+    ``np.bincount`` with weights adds in that order (in float64, whatever the weights'
+    float dtype), one column at a time. The result has contiguous columns: the
+    per-word decisions compare whole columns."""
+    out = np.empty((terms.shape[1], n_words), dtype=np.float64)
     for k in range(terms.shape[1]):
-        out[:, k] = np.bincount(ids, weights=terms[:, k], minlength=n_words)
-    return out
+        out[k] = np.bincount(ids, weights=terms[:, k], minlength=n_words)
+    return out.T

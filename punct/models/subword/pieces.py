@@ -5,7 +5,6 @@ words is then looked up with one dict pass and numpy gathers."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from operator import itemgetter
 
 import numpy as np
 
@@ -35,11 +34,13 @@ class PieceTable:
 
     def lookup(self, words: Sequence[str]) -> np.ndarray:
         """Type ids (N,) of ``words``; unseen forms are tokenised first, in one batch."""
-        if not words:
-            return np.zeros(0, dtype=np.int64)
         try:
-            found = itemgetter(*words)(self.index)
+            return self._types(words)
         except KeyError:
             self._grow(sorted(set(words).difference(self.index)))
-            found = itemgetter(*words)(self.index)
-        return np.array(found if len(words) > 1 else (found,), dtype=np.int64)
+            return self._types(words)
+
+    def _types(self, words: Sequence[str]) -> np.ndarray:
+        # one dict pass straight into the array: no intermediate tuple or list
+        return np.fromiter(map(self.index.__getitem__, words), dtype=np.int64,
+                           count=len(words))

@@ -2,9 +2,13 @@
 
 The same windows and batches as ``SubwordFeaturizer.windows`` + ``collate`` (without the
 training targets), from flat arrays over all words of a run: the pieces of every word
-(``PieceTable``), the cumulative piece count ``S``, and for every word the end of the
-window that starts at it and the start of the next window. Only the walk from window to
-window is a Python loop (one step per window); a batch is a few numpy gathers.
+(``PieceTable``) and the cumulative piece count ``S``. The walk from window to window
+takes one step of every sequence per array operation (``_walk``).
+
+Every input of a window is a slice of a per-piece "track" (the piece ids, and at each
+word's slot piece its word id, pause, utterance start and previous slot), so batches are
+filled by one gather per track over many batches at once, then the [CLS], [SEP] and
+padding positions are overwritten.
 """
 
 from __future__ import annotations
@@ -18,6 +22,10 @@ import torch
 
 from punct.models.base import WindowPlan, WordSeq
 from punct.models.subword.pieces import PieceTable
+
+CHUNK_POSITIONS = 1 << 18
+"""Positions filled at once (several batches): a few MB per input, whatever the run's
+length, and few enough numpy calls per batch that their overhead does not dominate."""
 
 
 @dataclass(frozen=True)
@@ -36,12 +44,87 @@ def _exclusive_cumsum(values: np.ndarray) -> np.ndarray:
     return out
 
 
-def _ragged(starts: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The indices ``starts[k] .. starts[k] + counts[k] - 1`` of every k, concatenated,
-    and the k of each."""
-    owner = np.repeat(np.arange(len(counts)), counts)
-    first = _exclusive_cumsum(counts)[:-1]
-    return np.arange(int(counts.sum())) - np.repeat(first - starts, counts), owner
+def _ragged(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """The indices ``starts[k] .. starts[k] + counts[k] - 1`` of every k, concatenated:
+    the running sum of steps of one, with a jump at the head of each run (cheaper than
+    repeating every start)."""
+    if not counts.all():
+        starts, counts = starts[counts > 0], counts[counts > 0]
+    heads = _exclusive_cumsum(counts)
+    step = np.ones(int(heads[-1]), dtype=np.int64)
+    if len(step):
+        step[0] = starts[0]
+        step[heads[1:-1]] = starts[1:] - (starts[:-1] + counts[:-1] - 1)
+    return np.cumsum(step, out=step)
+
+
+WALK_TOGETHER = 32
+"""Sequences walked together, one window of each per array step, while at least this
+many are unfinished (short utterances: a few steps in all); the rest (long streams) are
+finished one by one, one bisect per window."""
+
+
+def _walk(cum: np.ndarray, seq_start: np.ndarray, capacity: int, stride: int
+          ) -> tuple[np.ndarray, np.ndarray]:
+    """First and end (exclusive) word of every window, in order: from word f to the last
+    word that fits in ``capacity`` pieces, the next window at the first word at least
+    ``stride`` pieces on (never past the current end, and at least one word on)."""
+    f, end = seq_start[:-1], seq_start[1:]
+    f, end = f[f < end], end[f < end]
+    firsts, lasts = [np.zeros(0, dtype=np.int64)], [np.zeros(0, dtype=np.int64)]
+    while len(f) >= WALK_TOGETHER:
+        base = cum[f]
+        last = np.minimum(np.searchsorted(cum, base + capacity, side="right") - 1, end)
+        firsts.append(f)
+        lasts.append(last)
+        go = last < end
+        f, base, last, end = f[go], base[go], last[go], end[go]
+        nxt = np.minimum(np.searchsorted(cum, base + stride, side="left"), last)
+        f = np.maximum(f + 1, nxt)
+    for a, b in zip(f.tolist(), end.tolist(), strict=True):
+        one_first, one_last = _walk_one(cum[a:b + 1].tolist(), capacity, stride)
+        firsts.append(a + np.asarray(one_first, dtype=np.int64))
+        lasts.append(a + np.asarray(one_last, dtype=np.int64))
+    first, last = np.concatenate(firsts), np.concatenate(lasts)
+    order = np.argsort(first)  # by sequence, then along it: the windows' plan order
+    return first[order], last[order]
+
+
+def _walk_one(cum_l: list[int], capacity: int, stride: int) -> tuple[list[int], list[int]]:
+    """``_walk`` of one sequence from its first word, given the piece counts ``cum_l``
+    (its words' first pieces and the end), word indices relative to it."""
+    firsts: list[int] = []
+    lasts: list[int] = []
+    b = len(cum_l) - 1
+    f = 0
+    while True:
+        base = cum_l[f]
+        last = bisect_right(cum_l, base + capacity, f) - 1
+        firsts.append(f)
+        lasts.append(last)
+        if last >= b:
+            return firsts, lasts
+        f = max(f + 1, min(bisect_left(cum_l, base + stride, f, b), last))
+
+
+def _slot_track(size: int, fill: float, slot: np.ndarray, values: np.ndarray
+                ) -> np.ndarray:
+    """A per-piece track of ``size`` elements: each word's value at its slot, ``fill``
+    elsewhere."""
+    out = np.full(size, fill, dtype=values.dtype)
+    out[slot] = values
+    return out
+
+
+def _chunks(spans: np.ndarray, limit: int) -> Iterator[tuple[int, int]]:
+    """Consecutive ranges [lo, hi) of batches holding at most ``limit`` positions in
+    all (``spans``: positions of each batch), at least one batch each."""
+    ends = _exclusive_cumsum(spans)
+    lo = 0
+    while lo < len(spans):
+        hi = max(lo + 1, int(np.searchsorted(ends, ends[lo] + limit, side="right")) - 1)
+        yield lo, hi
+        lo = hi
 
 
 class PiecePlan(WindowPlan):
@@ -58,37 +141,34 @@ class PiecePlan(WindowPlan):
         lens = np.fromiter((len(s.words) for s in seqs), dtype=np.int64, count=len(seqs))
         offsets = np.fromiter((s.offset for s in seqs), dtype=np.int64, count=len(seqs))
         seq_start = _exclusive_cumsum(lens)  # flat index of each sequence's first word
-        n = len(words)
         types = table.lookup(words)
         n_pieces = np.minimum(table.length[types], capacity)
         cum = _exclusive_cumsum(n_pieces)  # S: flat index of each word's first piece
-        piece_src, _ = _ragged(table.start[types], n_pieces)
-        self.pieces = table.flat[piece_src]
-        # word-level inputs
-        self.word_ids = np.repeat(offsets - seq_start[:-1], lens) + np.arange(n)
-        self.pauses = (np.concatenate([s.pauses for s in seqs]).astype(np.float32, copy=False)
-                       if seqs else np.zeros(0, dtype=np.float32))
-        self.utt_start = np.zeros(n, dtype=np.float32)
-        self.utt_start[seq_start[:-1][lens > 0]] = 1.0
-        self.slot_piece = cum[1:] - 1 if specials.last_piece else cum[:-1]
-        # windows: from word f to the last word that fits, then on by ``stride`` pieces
-        cum_l = cum.tolist()
-        firsts: list[int] = []
-        lasts: list[int] = []
-        for a, b in zip(seq_start[:-1].tolist(), seq_start[1:].tolist(), strict=True):
-            f = a
-            while f < b:
-                base = cum_l[f]
-                last = bisect_right(cum_l, base + capacity, f, b + 1) - 1
-                firsts.append(f)
-                lasts.append(last)
-                if last >= b:
-                    break
-                f = max(f + 1, min(bisect_left(cum_l, base + stride, f, b), last))
-        self.first = np.asarray(firsts, dtype=np.int64)
-        self.last = np.asarray(lasts, dtype=np.int64)
+        # each word's slot piece as a track index (tracks have one leading element)
+        slot = cum[1:] if specials.last_piece else cum[:-1] + 1
+        self.first, self.last = _walk(cum, seq_start, capacity, stride)
         self.piece_start = cum[self.first]
         self.lengths = 2 + cum[self.last] - self.piece_start
+        # where each window's first word has its slot (its previous slot is outside)
+        self.first_slot = slot[self.first] - self.piece_start
+        size = 1 + int(cum[-1]) + max(self.width or 0, int(self.lengths.max(initial=0)))
+        pieces = np.full(size, specials.pad, dtype=np.int64)
+        # mode="clip": ``out`` unbuffered (the indices are valid)
+        table.flat.take(_ragged(table.start[types], n_pieces), out=pieces[1:1 + cum[-1]],
+                        mode="clip")
+        pauses = (np.concatenate([s.pauses for s in seqs]).astype(np.float32, copy=False)
+                  if seqs else np.zeros(0, dtype=np.float32))
+        utt_start = np.zeros(len(words), dtype=np.float32)
+        utt_start[seq_start[:-1][lens > 0]] = 1.0
+        word_ids = np.repeat(offsets - seq_start[:-1], lens) + np.arange(len(words))
+        prev_slot = np.empty_like(slot)  # the previous word's slot (track index)
+        prev_slot[1:] = slot[:-1]
+        prev_slot[seq_start[:-1][lens > 0]] = -1
+        self.tracks = {"input_ids": pieces,
+                       "word_ids": _slot_track(size, -1, slot, word_ids),
+                       "pauses": _slot_track(size, np.nan, slot, pauses),
+                       "prev_pos": _slot_track(size, -1, slot, prev_slot),
+                       "utt_start": _slot_track(size, 0.0, slot, utt_start)}
 
     def batch(self, rows: np.ndarray) -> dict[str, torch.Tensor]:
         """``input_ids``, ``attention_mask``, ``word_ids``, ``pauses``, ``prev_pos`` and
@@ -97,52 +177,54 @@ class PiecePlan(WindowPlan):
 
     def batches(self, order: np.ndarray, batch_size: int
                 ) -> Iterator[tuple[np.ndarray, dict[str, torch.Tensor]]]:
-        """The batches of ``order``: the slots of all of them placed at once, then each
-        batch filled by a few scatters and one gather of its pieces."""
+        """The batches of ``order``, filled a chunk of batches at a time (at most
+        ``CHUNK_POSITIONS`` positions, or one batch): each batch's inputs are (B, T)
+        views of one flat array per input, where the batch occupies B * T contiguous
+        elements."""
         order = np.asarray(order, dtype=np.int64)
-        lengths = self.lengths[order]
         starts = np.arange(0, len(order), batch_size)
+        ends = np.append(starts[1:], len(order))
         widths = (np.full(len(starts), self.width, dtype=np.int64) if self.width
-                  else np.maximum.reduceat(lengths, starts) if len(order)
+                  else np.maximum.reduceat(self.lengths[order], starts) if len(order)
                   else np.zeros(0, dtype=np.int64))
-        counts = self.last[order] - self.first[order]
-        words, row = _ragged(self.first[order], counts)
-        at = 1 + self.slot_piece[words] - self.piece_start[order][row]
-        prev = np.empty_like(at)
-        prev[1:] = at[:-1]
-        prev[_exclusive_cumsum(counts)[:-1][counts > 0]] = -1
-        flat = (row % batch_size) * widths[row // batch_size] + at
-        word_ids, pauses = self.word_ids[words], self.pauses[words]
-        utt_start = self.utt_start[words]
-        bounds = _exclusive_cumsum(counts)[np.append(starts, len(order))].tolist()
-        for b, lo in enumerate(starts.tolist()):
-            rows = order[lo:lo + batch_size]
-            sl = slice(bounds[b], bounds[b + 1])
-            yield rows, self._fill(rows, lengths[lo:lo + batch_size], int(widths[b]),
-                                   flat[sl], word_ids[sl], pauses[sl], prev[sl],
-                                   utt_start[sl])
+        for lo, hi in _chunks((ends - starts) * widths, CHUNK_POSITIONS):
+            yield from self._fill(order, starts[lo:hi], ends[lo:hi], widths[lo:hi])
 
-    def _fill(self, rows: np.ndarray, lengths: np.ndarray, width: int, flat: np.ndarray,
-              word_ids: np.ndarray, pauses: np.ndarray, prev: np.ndarray,
-              utt_start: np.ndarray) -> dict[str, torch.Tensor]:
+    def _fill(self, order: np.ndarray, starts: np.ndarray, ends: np.ndarray,
+              widths: np.ndarray) -> Iterator[tuple[np.ndarray, dict[str, torch.Tensor]]]:
+        """Batches ``order[starts[b]:ends[b]]``, ``widths[b]`` positions each."""
+        rows = order[starts[0]:ends[-1]]
+        sizes = ends - starts
+        row_width = np.repeat(widths, sizes)
+        lengths = self.lengths[rows]
+        base = _exclusive_cumsum(row_width)
+        total = int(base[-1])
+        base = base[:-1]  # flat index of each row's position 0
+        piece_start = self.piece_start[rows]
+        # position p of a row reads track index piece_start + p
+        take = np.repeat(piece_start - base, row_width)
+        take += np.arange(total)
+        out = {key: track.take(take) for key, track in self.tracks.items()}
+        prev = out["prev_pos"]  # the previous slot's track index -> its position
+        prev -= np.repeat(piece_start, row_width)
+        np.maximum(prev, -1, out=prev)  # non-slot positions
+        prev[base + self.first_slot[rows]] = -1
+        sep = base + lengths - 1
+        padding = _ragged(sep + 1, row_width - lengths)
+        edges = np.concatenate([base, sep, padding])  # [CLS], [SEP] and padding
+        for key, value in (("word_ids", -1), ("pauses", np.nan), ("prev_pos", -1),
+                           ("utt_start", 0.0)):
+            out[key][edges] = value
         sp = self.specials
-        size = len(rows)
-        pos = np.arange(width)
-        src = self.piece_start[rows][:, None] + (pos - 1)
-        inside = (pos >= 1) & (pos < (lengths - 1)[:, None])
-        np.clip(src, 0, max(len(self.pieces) - 1, 0), out=src)
-        input_ids = np.where(inside, self.pieces[src], sp.pad)
-        input_ids[:, 0] = sp.cls
-        input_ids[np.arange(size), lengths - 1] = sp.sep
-        mask = (pos < lengths[:, None]).astype(np.int64)
-        out = {"input_ids": input_ids, "word_ids": np.full(size * width, -1, dtype=np.int64),
-               "pauses": np.full(size * width, np.nan, dtype=np.float32),
-               "prev_pos": np.full(size * width, -1, dtype=np.int64),
-               "utt_start": np.zeros(size * width, dtype=np.float32)}
-        out["word_ids"][flat] = word_ids
-        out["pauses"][flat] = pauses
-        out["prev_pos"][flat] = prev
-        out["utt_start"][flat] = utt_start
-        batch = {k: torch.from_numpy(v.reshape(size, width)) for k, v in out.items()}
-        batch["attention_mask"] = torch.from_numpy(mask)
-        return batch
+        input_ids = out["input_ids"]
+        input_ids[base] = sp.cls
+        input_ids[sep] = sp.sep
+        input_ids[padding] = sp.pad
+        out["attention_mask"] = np.ones(total, dtype=np.int64)
+        out["attention_mask"][padding] = 0
+        bounds = _exclusive_cumsum(sizes * widths).tolist()
+        for b, (size, width) in enumerate(zip(sizes.tolist(), widths.tolist(), strict=True)):
+            lo, hi = bounds[b], bounds[b + 1]
+            yield (order[starts[b]:ends[b]],
+                   {key: torch.from_numpy(value[lo:hi].reshape(size, width))
+                    for key, value in out.items()})
