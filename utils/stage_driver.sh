@@ -255,11 +255,13 @@ decode_sets() {
     *) for s in $test_sets; do [ -f "data/$s/withheld" ] || echo "$s"; done ;;
   esac
 }
-mixed_ok=""  # the systems that decode the <set>_mixed sets, once stage 4 or 6 runs
 decode_after_training=false  # set before stage 4 (needs data/ and the test sets)
 
-# What the systems' families declare, for stages 3-6 (a bad config stops the driver here).
+# What the systems' families declare, for stages 3-6 (a bad config stops the driver here),
+# and the systems that decode the <set>_mixed sets.
 if [ "$stage" -le 6 ] && [ "$stop_stage" -ge 3 ]; then load_system_info; fi  # any of 3-6
+# shellcheck disable=SC2086
+mixed_ok=" $(system_info decodes_mixed_sets $baseline_systems $transformer_systems | tr '\n' ' ') "
 
 if stage_begin 0 "data: download or synthesise the $corpus corpus"; then
   nj=$nj cpu_cmd=$cpu_cmd "$root/local/$corpus/download.sh" downloads
@@ -401,11 +403,7 @@ fi
 
 # On CPU, when stage 6 runs after this run's training, each training job decodes and
 # scores its system's test sets itself (train_one).
-# shellcheck disable=SC2086
-if [ "$ngpu" -eq 0 ] && [ "$stage" -le 5 ] && stage_pending 6; then
-  decode_after_training=true
-  mixed_ok=" $(system_info decodes_mixed_sets $baseline_systems $transformer_systems | tr '\n' ' ') "
-fi
+if [ "$ngpu" -eq 0 ] && [ "$stage" -le 5 ] && stage_pending 6; then decode_after_training=true; fi
 
 # With several job slots and both stages to run, stages 4 and 5 share one pool: the
 # transformer systems first (the longest, as a rule), every system after the one its
@@ -457,8 +455,6 @@ decode_and_score() {
 }
 
 if stage_begin 6 "decode, score and report"; then
-  # shellcheck disable=SC2086
-  [ -n "$mixed_ok" ] || mixed_ok=" $(system_info decodes_mixed_sets $baseline_systems $transformer_systems | tr '\n' ' ') "
   # shellcheck disable=SC2086
   job_threads=$(pool_threads "$(echo $baseline_systems $transformer_systems | wc -w)")
   for sys in $baseline_systems $transformer_systems; do
