@@ -95,9 +95,12 @@ def test_exclusive_marks_as_argmax_over_o_and_the_marks() -> None:
 @pytest.mark.parametrize(("mode", "exclusive"), [("mean", False), ("sum", False),
                                                  ("sum", True)])
 @pytest.mark.parametrize("logits", [True, False])
-def test_slot_aggregator_as_the_aggregator(mode: str, exclusive: bool, logits: bool) -> None:
-    """Float32 outputs in batches, words predicted up to four times: the same sums as
-    ``Aggregator`` whether the activations are given or derived."""
+@pytest.mark.parametrize("layout", ["C", "F"])
+def test_slot_aggregator_as_the_aggregator(mode: str, exclusive: bool, logits: bool,
+                                           layout: str) -> None:
+    """Float32 outputs in batches (rows contiguous, or columns as the engine hands
+    them), words predicted up to four times: the same sums as ``Aggregator`` whether
+    the activations are given or derived."""
     rng = np.random.default_rng(2)
     n_words, n_punct = 40, 3
     slot = SlotAggregator(n_words, mode, exclusive)
@@ -113,13 +116,30 @@ def test_slot_aggregator_as_the_aggregator(mode: str, exclusive: bool, logits: b
         assert wanted == ((True, True, False, False) if mode == "mean" or not logits
                           else (False, False, True, True))
         # only what the aggregator wants reaches it (as the engine gathers it)
-        given = [x if keep else None for x, keep in zip((punct, cap, *extra), wanted,
-                                                       strict=True)]
+        given = [np.asarray(x, order=layout) if keep else None
+                 for x, keep in zip((punct, cap, *extra), wanted, strict=True)]
         slot.add(ids, *given)
         ref.add(ids[None], punct[None], cap[None],
                 *(None if x is None else x[None] for x in extra))
     for got, want in zip(slot.result(), ref.result(), strict=True):
         np.testing.assert_array_equal(got, want)
+
+
+def test_one_block_of_columns_summed_as_it_came() -> None:
+    """One block with contiguous columns (the engine's) is read without a copy; the mean
+    is the sums divided in place."""
+    rng = np.random.default_rng(4)
+    ids = np.concatenate([np.arange(6), np.arange(2, 9), [3]])
+    probs = np.asfortranarray(rng.random((len(ids), 2)).astype(np.float32))
+    agg = SlotAggregator(9)
+    agg.add(ids, probs)
+    assert agg._column(0) is probs
+    punct, cap, counts = agg.result()
+    assert cap is None and counts.tolist() == [1, 1, 2, 3, 2, 2, 1, 1, 1]
+    want = np.zeros((9, 2))
+    for i, row in zip(ids, probs.astype(np.float64), strict=True):
+        want[i] += row
+    np.testing.assert_array_equal(punct, want / counts[:, None])
 
 
 def test_slot_aggregator_needs_the_same_outputs_every_batch() -> None:

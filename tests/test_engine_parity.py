@@ -5,6 +5,7 @@ random model of every transformer family."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections import Counter
 from pathlib import Path
@@ -19,7 +20,9 @@ from punct.bin import bench_engine
 from punct.config import resolve_config
 from punct.data.iwslt import blocks, parse_che_tsv, word_rows
 from punct.data.sequences import rows_to_seq
-from punct.engine.decode import decide, predict_words, rule_caps
+from punct.engine import decode as decode_module
+from punct.engine.constraints import passthrough_flags
+from punct.engine.decode import decide, passthrough_by_form, predict_words, rule_caps
 from punct.engine.reference_decode import reference_predict_words, reference_rule_caps
 from punct.labels import get_label_set
 from punct.models.base import Registry, WordSeq
@@ -117,6 +120,57 @@ def test_array_engine_decides_as_the_reference(family: str, window: int, data: s
             ref_caps = reference_rule_caps(ref_marks, seqs, ls.labels)
         assert np.array_equal(marks, ref_marks) and np.array_equal(caps, ref_caps)
         assert 0 < marks.sum() < marks.size  # the comparison decides something
+
+
+def test_outputs_handed_in_blocks_as_in_one(bert: Path, monkeypatch: pytest.MonkeyPatch
+                                            ) -> None:
+    """The slot outputs of a model on the host reach the aggregator as one block at the
+    end; in blocks of a few hundred rows (as from a GPU) the sums are the same."""
+    config, feat, model = build("nagy", bert, 24)
+    ls = get_label_set(config.label_set)
+    seqs = iwslt_seqs("test2011", ls.name, 3000)
+    args = (model, feat, seqs, 24, 8, 7, False, "mean")
+    one = predict_words(*args, exclusive=ls.exclusive)
+    monkeypatch.setattr(decode_module, "HOST_FLUSH_ROWS", 300)
+    blocks_ = predict_words(*args, exclusive=ls.exclusive)
+    np.testing.assert_array_equal(one.punct, blocks_.punct)
+    np.testing.assert_array_equal(one.counts, blocks_.counts)
+
+
+def test_pass_through_words_found_once_per_form(bert: Path) -> None:
+    """The plan's word forms give each word's pass-through flag (forms repeated, the
+    sequences not in the order of their global offsets); the decisions use them as
+    they would compute them word by word."""
+    config, feat, model = build("nagy", bert, 24)
+    ls = get_label_set(config.label_set)
+    forms = ["so", "🙂", "http://x.org/a", "[noise]", "it's", "well", "—", "ok", "½"]
+    seqs = []
+    offset = 0
+    for k in range(40):
+        words = [forms[(k * 7 + i) % len(forms)] for i in range(k % 9)]
+        seq = WordSeq(f"u{k}", words, np.full(len(words), np.nan, dtype=np.float32),
+                      np.zeros((len(words), len(ls.labels)), dtype=np.float32),
+                      np.zeros(len(words), dtype=np.int64), offset)
+        seqs.append(seq)
+        offset += len(seq)
+    n_words = offset
+    seqs = [seqs[k] for k in np.random.default_rng(5).permutation(len(seqs))]
+    through = passthrough_by_form(feat.plan(seqs, 24, 8).word_types(), n_words)
+    want = np.zeros(n_words, dtype=bool)
+    for seq in seqs:
+        want[seq.offset:seq.offset + len(seq)] = passthrough_flags(seq.words)
+    assert np.array_equal(through, want) and 0 < want.sum() < len(want) // 2
+    pred = predict_words(model, feat, seqs, 24, 8, 7, False, "mean")
+    assert np.array_equal(passthrough_by_form(pred.word_forms, n_words), want)
+    rng = np.random.default_rng(3)
+    marks = rng.random((n_words, len(ls.labels))) < 0.2
+    assert np.array_equal(rule_caps(marks, seqs, ls.labels, through),
+                          reference_rule_caps(marks, seqs, ls.labels))
+    for rules in (False, True):
+        got = decide(pred, seqs, ls.labels, 0.3, ls.exclusive, constraints=rules)
+        computed = decide(dataclasses.replace(pred, word_forms=None), seqs, ls.labels, 0.3,
+                          ls.exclusive, constraints=rules)
+        assert all(np.array_equal(a, b) for a, b in zip(got, computed, strict=True))
 
 
 def test_sum_of_activations_with_casing_as_the_reference(bert: Path) -> None:

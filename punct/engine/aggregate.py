@@ -58,14 +58,20 @@ def cap_terms(mode: str, c: np.ndarray, logits: np.ndarray | None) -> np.ndarray
 
 
 def finish(mode: str, exclusive: bool, punct: np.ndarray, cap: np.ndarray | None,
-           counts: np.ndarray) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
+           counts: np.ndarray, owned: bool = False
+           ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
     """Per-word probabilities from the accumulated sums and the prediction counts;
-    every word must have been predicted at least once."""
+    every word must have been predicted at least once. ``owned``: the sums are the
+    caller's to overwrite (``mean`` divides them in place: no second array)."""
     missing = np.flatnonzero(counts == 0)
     if missing.size:
         raise ValueError(f"{missing.size} words were never predicted (first: {missing[0]})")
     if mode == "mean":
         per_word = counts.astype(np.float64)[:, None]
+        if owned:
+            out = np.divide(punct, per_word, out=punct)
+            out_cap = None if cap is None else np.divide(cap, per_word, out=cap)
+            return out, out_cap, counts.copy()
         out = punct / per_word
         out_cap = cap / per_word if cap is not None else None
     elif exclusive:
@@ -172,11 +178,16 @@ class SlotAggregator:
         self._parts.append(parts)
 
     def _column(self, k: int) -> np.ndarray | None:
-        """Output ``k`` of every batch in arrival order (M, C), as it came (float32 from
-        the engine: ``ordered_sums`` widens it exactly, no float64 copy is needed)."""
-        if self._parts[0][k] is None:
+        """Output ``k`` of every batch in arrival order (M, C) with contiguous columns
+        (``ordered_sums`` reads a column at a time), as it came (float32 from the engine:
+        ``ordered_sums`` widens it exactly, no float64 copy is needed). The engine hands
+        its outputs in that layout already (one part: no copy)."""
+        parts = [p[k] for p in self._parts]
+        if parts[0] is None:
             return None
-        return np.concatenate([p[k] for p in self._parts])
+        if len(parts) == 1 and parts[0].T.flags.c_contiguous:
+            return parts[0]
+        return np.concatenate([p.T for p in parts], axis=1).T
 
     def result(self, n_punct: int = 0) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
         """As :meth:`Aggregator.result`; ``n_punct`` for a run without any prediction."""
@@ -190,7 +201,7 @@ class SlotAggregator:
         acc = ordered_sums(ids, self._terms(punct, punct_logits, True), self.n_words)
         acc_cap = (None if cap is None and cap_logits is None else
                    ordered_sums(ids, self._terms(cap, cap_logits, False), self.n_words))
-        return finish(self.mode, self.exclusive, acc, acc_cap, counts)
+        return finish(self.mode, self.exclusive, acc, acc_cap, counts, owned=True)
 
     def _terms(self, probs: np.ndarray | None, logits: np.ndarray | None, marks: bool
                ) -> np.ndarray:
@@ -209,8 +220,8 @@ def ordered_sums(ids: np.ndarray, terms: np.ndarray, n_words: int) -> np.ndarray
     """(N, C): per word, the sum of its rows of ``terms`` added one by one in their order
     of appearance, starting from 0.0 (the exact float64 sums of ``np.add.at``):
     ``np.bincount`` with weights adds in that order (in float64, whatever the weights'
-    float dtype), one column at a time. The result has contiguous columns: the
-    per-word decisions compare whole columns."""
+    float dtype), one column at a time (fastest when ``terms`` has contiguous columns).
+    The result has contiguous columns: the per-word decisions compare whole columns."""
     out = np.empty((terms.shape[1], n_words), dtype=np.float64)
     for k in range(terms.shape[1]):
         out[k] = np.bincount(ids, weights=terms[:, k], minlength=n_words)

@@ -200,16 +200,18 @@ class _Doc:
     ends: bool
 
 
-def _documents(seqs: Sequence[WordSeq], edges: Edges | None, marks: np.ndarray
-               ) -> list[_Doc]:
+def _documents(seqs: Sequence[WordSeq], edges: Edges | None, marks: np.ndarray,
+               through_all: np.ndarray | None = None) -> list[_Doc]:
     """The documents of ``seqs`` (their own words only, per ``edges``); the marks of
-    their pass-through words are cleared in ``marks``."""
+    their pass-through words are cleared in ``marks`` (``through_all``: the flags of
+    all N words where known)."""
     docs = []
     for k, seq in enumerate(seqs):
         lo, hi, starts, ends = edges.spans[k] if edges else (0, len(seq), True, True)
         own = list(seq.words[lo:hi])
-        through = passthrough_flags(own)
         base = seq.offset + lo
+        through = (passthrough_flags(own) if through_all is None
+                   else through_all[base:base + len(own)])
         if through.any():
             marks[base + np.flatnonzero(through)] = False
             keep = np.flatnonzero(~through)
@@ -432,12 +434,13 @@ def _ranks(lengths: np.ndarray) -> np.ndarray:
 def constrain(marks: np.ndarray, caps: np.ndarray | None, punct: np.ndarray,
               cap: np.ndarray | None, seqs: Sequence[WordSeq], labels: Sequence[str],
               threshold: float | np.ndarray, exclusive: bool = False,
-              allowed: np.ndarray | None = None, edges: Edges | None = None
-              ) -> tuple[np.ndarray, np.ndarray | None]:
+              allowed: np.ndarray | None = None, edges: Edges | None = None,
+              through: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray | None]:
     """Decisions that obey the rules: ``marks`` (N, P) and ``caps`` (N,) (None when
     casing is by rule) made per word, rewritten per document where they break one.
     ``punct``/``cap``: the model's probabilities; ``allowed``: the combination matrix of
-    ``decode.combinations`` (None: any set).
+    ``decode.combinations`` (None: any set); ``through``: which of the N words pass
+    through, where known (else computed here).
 
     Documents are checked and searched together; a document that continues one of this
     call (``edges``: not its first block) waits for that one, since it starts in the
@@ -448,7 +451,7 @@ def constrain(marks: np.ndarray, caps: np.ndarray | None, punct: np.ndarray,
     marks, caps = marks.copy(), None if caps is None else caps.copy()
     cap = cap if caps is not None else None  # casing by rule: no cap scores
     thr = np.asarray(threshold, dtype=np.float64)
-    docs = _documents(seqs, edges, marks)
+    docs = _documents(seqs, edges, marks, through)
     check = _Checker(rules, labels, cand.cols)
     continued = {d.utt for d in docs if not d.starts}
     # documents that open in this call and have no later block here: all at once

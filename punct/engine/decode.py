@@ -27,6 +27,7 @@ import json
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +68,9 @@ class WordPredictions:
     seconds: float
     n_windows: int
     bf16: bool = False  # whether bf16 autocast was in effect
+    # the plan's word forms (``WindowPlan.word_types``), where it looked them up: the
+    # decisions then find the pass-through words once per form; None: word by word
+    word_forms: tuple[np.ndarray, np.ndarray, Sequence[str]] | None = None
 
 
 def pick_device(name: str | None = None) -> torch.device:
@@ -77,14 +81,17 @@ def pick_device(name: str | None = None) -> torch.device:
 
 
 FLUSH_ROWS = 1 << 18  # slot outputs kept on the device before one copy to the host
+HOST_FLUSH_ROWS: int | None = None  # the same for a model on the host (None: one block)
 
 
 class _SlotOutputs:
     """The model's outputs at the word slots of each batch, gathered on its device and
-    handed to the aggregator in blocks (one host copy, one synchronisation, per block).
-    Only the outputs the aggregation reads are gathered."""
+    handed to the aggregator in blocks (one host copy, one synchronisation, per block;
+    ``limit`` None: one block at the end, for a model on the host). Only the outputs the
+    aggregation reads are gathered; a block reaches the aggregator with contiguous
+    columns (its sums go a column at a time)."""
 
-    def __init__(self, agg: SlotAggregator, limit: int = FLUSH_ROWS):
+    def __init__(self, agg: SlotAggregator, limit: int | None = FLUSH_ROWS):
         self.agg = agg
         self.limit = limit
         self.items: list[tuple[np.ndarray, tuple[torch.Tensor | None, ...]]] = []
@@ -98,7 +105,7 @@ class _SlotOutputs:
                      for t, wanted in zip(given, self.agg.wants(*given), strict=True))
         self.items.append((word_ids, outs))
         self.rows += len(word_ids)
-        if self.rows >= self.limit:
+        if self.limit is not None and self.rows >= self.limit:
             self.flush()
 
     def flush(self) -> None:
@@ -108,7 +115,8 @@ class _SlotOutputs:
         columns = []
         for k in range(4):
             parts = [outs[k] for _, outs in self.items]
-            columns.append(None if parts[0] is None else to_numpy(torch.cat(parts)))
+            columns.append(None if parts[0] is None else
+                           to_numpy(torch.cat([part.T for part in parts], dim=1)).T)
         self.items, self.rows = [], 0
         self.agg.add(ids, *columns)
 
@@ -136,7 +144,7 @@ def predict_words(model: PunctModel, featurizer: Featurizer, seqs: Sequence[Word
     # longest first: less padding per batch, and the largest batch shows memory problems early
     order = np.argsort(-plan.lengths, kind="stable")
     agg = SlotAggregator(n_words, aggregate, exclusive)
-    outputs = _SlotOutputs(agg)
+    outputs = _SlotOutputs(agg, HOST_FLUSH_ROWS if device.type == "cpu" else FLUSH_ROWS)
     was_training = model.training
     model.eval()
     model.to(device)
@@ -159,7 +167,24 @@ def predict_words(model: PunctModel, featurizer: Featurizer, seqs: Sequence[Word
         model.train(was_training)
     punct, cap, counts = agg.result(n_labels)
     return WordPredictions(punct, cap, counts, time.perf_counter() - start, len(order),
-                           use_bf16)
+                           use_bf16, plan.word_types())
+
+
+def passthrough_by_form(word_forms: tuple[np.ndarray, np.ndarray, Sequence[str]] | None,
+                        n_words: int) -> np.ndarray | None:
+    """(n_words,) ``passthrough_flags`` of the words of a plan, computed once per word
+    form from its ``word_types()``; None without them."""
+    if word_forms is None:
+        return None
+    word_ids, types, forms = word_forms
+    present = np.zeros(len(forms), dtype=bool)
+    present[types] = True
+    seen = np.flatnonzero(present)
+    per_form = np.zeros(len(forms), dtype=bool)
+    per_form[seen] = passthrough_flags([forms[i] for i in seen.tolist()])
+    through = np.zeros(n_words, dtype=bool)
+    through[word_ids] = per_form[types]
+    return through
 
 
 def _column_argmax(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -228,11 +253,13 @@ def decide(pred: WordPredictions, seqs: Sequence[WordSeq], labels: Sequence[str]
         else:
             marks = pred.punct >= thr
     caps = None if pred.cap is None else row_argmax(pred.cap)
+    through = (passthrough_by_form(pred.word_forms, len(marks))
+               if constraints or caps is None else None)
     if constraints:
         edges = edges if edges is not None else data_dir_edges(seqs)
         marks, caps = constrain(marks, caps, pred.punct, pred.cap, seqs, labels, thr,
-                                exclusive, allowed, edges)
-    return marks, rule_caps(marks, seqs, labels) if caps is None else caps
+                                exclusive, allowed, edges, through)
+    return marks, rule_caps(marks, seqs, labels, through) if caps is None else caps
 
 
 def keep_best_mark(marks: np.ndarray, punct: np.ndarray) -> np.ndarray:
@@ -245,30 +272,34 @@ def keep_best_mark(marks: np.ndarray, punct: np.ndarray) -> np.ndarray:
     return out
 
 
-def rule_caps(marks: np.ndarray, seqs: Sequence[WordSeq], labels: Sequence[str]) -> np.ndarray:
+def rule_caps(marks: np.ndarray, seqs: Sequence[WordSeq], labels: Sequence[str],
+              through: np.ndarray | None = None) -> np.ndarray:
     """FIRST_CAP at utterance start and after a sentence-final mark, else O; pass-through
-    words (``punct.engine.symbols``, written as they came) leave the capital to the next."""
+    words (``punct.engine.symbols``, written as they came; ``through``: their flags for
+    all N words where known) leave the capital to the next."""
     final = np.array([lab in SENTENCE_FINAL for lab in labels], dtype=bool)
     n = marks.shape[0]
     caps = np.zeros(n, dtype=np.int64)
-    lens = np.fromiter((len(s) for s in seqs), dtype=np.int64, count=len(seqs))
+    lens = np.fromiter(map(len, seqs), dtype=np.int64, count=len(seqs))
     offsets = np.fromiter((s.offset for s in seqs), dtype=np.int64, count=len(seqs))
-    offsets, lens = offsets[lens > 0], lens[lens > 0]
-    edges = np.zeros(n + 1, dtype=np.int64)
-    np.add.at(edges, offsets, 1)
-    np.add.at(edges, offsets + lens, -1)
-    inside = np.cumsum(edges[:-1]) > 0  # words of some utterance
-    first_cap = CAP_LABELS.index("FIRST_CAP")
-    through = np.zeros(n, dtype=bool)
+    starts = np.zeros(len(seqs) + 1, dtype=np.int64)
+    np.cumsum(lens, out=starts[1:])
+    # the global index of every utterance word, utterance after utterance
+    where = np.repeat(offsets - starts[:-1], lens) + np.arange(starts[-1])
     seq_of = np.full(n, -1, dtype=np.int64)
-    for k, seq in enumerate(seqs):
-        seq_of[seq.offset:seq.offset + len(seq)] = k
-        through[seq.offset:seq.offset + len(seq)] = passthrough_flags(seq.words)
-    keep = np.flatnonzero(inside & ~through)  # the words the rule cases, in order
+    seq_of[where] = np.repeat(np.arange(len(seqs)), lens)
+    if through is None:
+        through = np.zeros(n, dtype=bool)
+        through[where] = passthrough_flags(list(chain.from_iterable(s.words for s in seqs)))
+    keep = np.flatnonzero((seq_of >= 0) & ~through)  # the words the rule cases, in order
     sid = seq_of[keep]
-    starts = np.ones(len(keep), dtype=bool)
-    starts[1:] = (sid[1:] != sid[:-1]) | marks[keep[:-1]][:, final].any(axis=1)
-    caps[keep[starts]] = first_cap
+    first = np.ones(len(keep), dtype=bool)
+    # a sentence end on each word: whole columns first (the marks come column-major)
+    ends = np.zeros(n, dtype=bool)
+    for k in np.flatnonzero(final).tolist():
+        ends |= marks[:, k]
+    first[1:] = (sid[1:] != sid[:-1]) | ends[keep[:-1]]
+    caps[keep[first]] = CAP_LABELS.index("FIRST_CAP")
     return caps
 
 

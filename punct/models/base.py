@@ -15,7 +15,7 @@ from __future__ import annotations
 import abc
 import contextlib
 import contextvars
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -57,6 +57,12 @@ class WindowPlan(abc.ABC):
     @abc.abstractmethod
     def batch(self, rows: np.ndarray) -> dict[str, torch.Tensor]:
         """The collated batch of windows ``rows`` (indices into ``lengths``)."""
+
+    def word_types(self) -> tuple[np.ndarray, np.ndarray, Sequence[str]] | None:
+        """Where the plan has looked up every word form: the words' global indices, their
+        type ids, and the form of each type (so that facts about a form are computed
+        once per form); None otherwise."""
+        return None
 
     def batches(self, order: np.ndarray, batch_size: int
                 ) -> Iterator[tuple[np.ndarray, dict[str, torch.Tensor]]]:

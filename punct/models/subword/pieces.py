@@ -5,6 +5,7 @@ words is then looked up with one dict pass and numpy gathers."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from itertools import chain
 
 import numpy as np
 
@@ -15,6 +16,7 @@ class PieceTable:
     def __init__(self, encode: Callable[[list[str]], list[list[int]]]):
         self.encode = encode  # words -> piece ids of each (cached, truncated, never empty)
         self.index: dict[str, int] = {}
+        self.words: list[str] = []  # the form of each type, in type order
         self.flat = np.zeros(0, dtype=np.int64)
         self.start = np.zeros(0, dtype=np.int64)
         self.length = np.zeros(0, dtype=np.int64)
@@ -31,16 +33,19 @@ class PieceTable:
         self.length = np.concatenate([self.length, lengths])
         self.flat = np.concatenate([self.flat, new_flat])
         self.index.update(zip(words, range(base, base + len(words)), strict=True))
+        self.words.extend(words)
 
-    def lookup(self, words: Sequence[str]) -> np.ndarray:
-        """Type ids (N,) of ``words``; unseen forms are tokenised first, in one batch."""
+    def lookup(self, groups: Sequence[Sequence[str]]) -> np.ndarray:
+        """Type ids (N,) of the words of ``groups`` (e.g. each utterance's words), one
+        after the other; unseen forms are tokenised first, in one batch."""
+        count = sum(map(len, groups))
         try:
-            return self._types(words)
+            return self._types(groups, count)
         except KeyError:
-            self._grow(sorted(set(words).difference(self.index)))
-            return self._types(words)
+            self._grow(sorted(set(chain.from_iterable(groups)).difference(self.index)))
+            return self._types(groups, count)
 
-    def _types(self, words: Sequence[str]) -> np.ndarray:
-        # one dict pass straight into the array: no intermediate tuple or list
-        return np.fromiter(map(self.index.__getitem__, words), dtype=np.int64,
-                           count=len(words))
+    def _types(self, groups: Sequence[Sequence[str]], count: int) -> np.ndarray:
+        # one dict pass straight into the array: no list of all the words
+        return np.fromiter(map(self.index.__getitem__, chain.from_iterable(groups)),
+                           dtype=np.int64, count=count)

@@ -135,13 +135,14 @@ class PiecePlan(WindowPlan):
                  capacity: int, stride: int, width: int | None = None):
         self.specials = specials
         self.width = width  # fixed batch width (courtland), else the longest window
-        words: list[str] = []
-        for seq in seqs:
-            words.extend(seq.words)
-        lens = np.fromiter((len(s.words) for s in seqs), dtype=np.int64, count=len(seqs))
+        self.table = table
+        groups = [seq.words for seq in seqs]
+        lens = np.fromiter(map(len, groups), dtype=np.int64, count=len(seqs))
         offsets = np.fromiter((s.offset for s in seqs), dtype=np.int64, count=len(seqs))
         seq_start = _exclusive_cumsum(lens)  # flat index of each sequence's first word
-        types = table.lookup(words)
+        n_words = int(seq_start[-1])
+        types = table.lookup(groups)
+        self.types = types  # each word's type (flat order)
         n_pieces = np.minimum(table.length[types], capacity)
         cum = _exclusive_cumsum(n_pieces)  # S: flat index of each word's first piece
         # each word's slot piece as a track index (tracks have one leading element)
@@ -158,9 +159,10 @@ class PiecePlan(WindowPlan):
                         mode="clip")
         pauses = (np.concatenate([s.pauses for s in seqs]).astype(np.float32, copy=False)
                   if seqs else np.zeros(0, dtype=np.float32))
-        utt_start = np.zeros(len(words), dtype=np.float32)
+        utt_start = np.zeros(n_words, dtype=np.float32)
         utt_start[seq_start[:-1][lens > 0]] = 1.0
-        word_ids = np.repeat(offsets - seq_start[:-1], lens) + np.arange(len(words))
+        word_ids = np.repeat(offsets - seq_start[:-1], lens) + np.arange(n_words)
+        self.word_ids = word_ids  # each word's global index (flat order)
         prev_slot = np.empty_like(slot)  # the previous word's slot (track index)
         prev_slot[1:] = slot[:-1]
         prev_slot[seq_start[:-1][lens > 0]] = -1
@@ -169,6 +171,10 @@ class PiecePlan(WindowPlan):
                        "pauses": _slot_track(size, np.nan, slot, pauses),
                        "prev_pos": _slot_track(size, -1, slot, prev_slot),
                        "utt_start": _slot_track(size, 0.0, slot, utt_start)}
+
+    def word_types(self) -> tuple[np.ndarray, np.ndarray, Sequence[str]]:
+        """The words' global indices and type ids, and the form of each type."""
+        return self.word_ids, self.types, self.table.words
 
     def batch(self, rows: np.ndarray) -> dict[str, torch.Tensor]:
         """``input_ids``, ``attention_mask``, ``word_ids``, ``pauses``, ``prev_pos`` and
