@@ -17,6 +17,7 @@ it. An unintelligible token (``(())``, ``<unk>``) is a word, kept as it is writt
 
 from __future__ import annotations
 
+import functools
 import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -291,14 +292,25 @@ def parse_text(text: str, path: str | None = None, line: int | None = None,
     return tokens
 
 
+def written(form: str, punct: Sequence[str]) -> str:
+    """A word as written: its opening marks, ``form``, its closing marks (canonical
+    characters)."""
+    if not punct:  # most words
+        return form
+    opening, closing = _mark_strings(tuple(punct))
+    return opening + form + closing
+
+
+@functools.lru_cache(maxsize=1 << 12)
+def _mark_strings(punct: tuple[str, ...]) -> tuple[str, str]:
+    """The opening and the closing marks of ``punct`` as written (canonical characters)."""
+    return ("".join(CANONICAL[p] for p in punct if p in OPENING_LABELS),
+            "".join(CANONICAL[p] for p in punct if p not in OPENING_LABELS))
+
+
 def render(tokens: Iterable[Token]) -> str:
     """Normalised text of tokens: canonical mark characters, single spaces."""
-    parts = []
-    for tok in tokens:
-        opening = "".join(CANONICAL[p] for p in tok.punct if p in OPENING_LABELS)
-        closing = "".join(CANONICAL[p] for p in tok.punct if p not in OPENING_LABELS)
-        parts.append(opening + tok.form + closing)
-    return " ".join(parts)
+    return " ".join([written(tok.form, tok.punct) for tok in tokens])
 
 
 def normalise_text(text: str, path: str | None = None, line: int | None = None,

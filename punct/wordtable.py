@@ -10,7 +10,7 @@ from pathlib import Path
 from punct.atomic import atomic_open
 from punct.data.nonspeech import NonSpeechMap
 from punct.errors import MissingDataError, PunctInputError
-from punct.labels import CAP_LABELS, Token, parse_text, punct_from_str, punct_to_str, render
+from punct.labels import CAP_LABELS, Token, parse_text, punct_from_str, punct_to_str, written
 
 COLUMNS: tuple[str, ...] = (
     "utt_id", "idx", "word", "form", "punct", "cap", "start", "end", "pause_after",
@@ -61,7 +61,7 @@ def rows_from_text(utt_id: str, text: str, path: str | Path | None = None,
 
 def render_rows(rows: Sequence[WordRow]) -> str:
     """The normalised text of an utterance's rows (uses the surface forms)."""
-    return render(Token(r.form, r.punct) for r in rows)
+    return " ".join([written(r.form, r.punct) for r in rows])
 
 
 def _fmt_time(value: float | None) -> str:

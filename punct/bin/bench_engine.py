@@ -202,12 +202,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.reps < 1:
         print("bench_engine: --reps must be >= 1", file=sys.stderr)
         return 2
-    report = run(args)
+    emit(run(args), args.json)
+    return 0
+
+
+def emit(report: dict[str, Any], path: str | None) -> None:
+    """Print ``report`` as JSON, and write it to ``path`` when given."""
     text = json.dumps(report, indent=2)
     print(text)
-    if args.json:
-        Path(args.json).write_text(text + "\n", encoding="utf-8")
-    return 0
+    if path:
+        Path(path).write_text(text + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":

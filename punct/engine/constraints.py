@@ -50,8 +50,6 @@ from punct.models.base import WordSeq
 
 _FIRST_CAP = CAP_LABELS.index("FIRST_CAP")
 _CHUNK = 8192  # words per block of the (n, S, S) move tables
-#: ``is_passthrough`` with a cache (words repeat)
-through_word = functools.lru_cache(maxsize=1 << 16)(is_passthrough)
 _cased = functools.lru_cache(maxsize=1 << 16)(is_cased)
 
 
@@ -171,12 +169,12 @@ def best_moves(scores: np.ndarray, table: np.ndarray) -> tuple[np.ndarray, np.nd
 
 
 def passthrough_flags(words: Sequence[str]) -> np.ndarray:
-    """``through_word`` of each word; a purely alphanumeric word (most) never passes
+    """``is_passthrough`` of each word; a purely alphanumeric word (most) never passes
     through, so only the others are looked at."""
     plain = np.fromiter(map(str.isalnum, words), dtype=bool, count=len(words))
     flags = np.zeros(len(words), dtype=bool)
     for i in np.flatnonzero(~plain).tolist():
-        flags[i] = through_word(words[i])
+        flags[i] = is_passthrough(words[i])
     return flags
 
 

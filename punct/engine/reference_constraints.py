@@ -23,9 +23,9 @@ from punct.engine.constraints import (
     candidate_scores,
     candidates,
     entry_cap_scores,
-    through_word,
 )
 from punct.engine.doc_rules import ENDED, DocRules, is_cased, needs_capital
+from punct.engine.symbols import is_passthrough
 from punct.labels import CAP_LABELS
 from punct.models.base import WordSeq
 
@@ -126,9 +126,9 @@ def reference_constrain(marks: np.ndarray, caps: np.ndarray | None, punct: np.nd
     for k, seq in enumerate(seqs):
         lo, hi, starts, ends = edges.spans[k] if edges else (0, len(seq), True, True)
         own = range(seq.offset + lo, seq.offset + hi)
-        through = [g for g in own if through_word(seq.words[g - seq.offset])]
+        through = [g for g in own if is_passthrough(seq.words[g - seq.offset])]
         marks[through] = False
-        kept = [g for g in own if not through_word(seq.words[g - seq.offset])]
+        kept = [g for g in own if not is_passthrough(seq.words[g - seq.offset])]
         docs.append((seq.utt_id, kept, [seq.words[g - seq.offset] for g in kept], starts,
                      ends))
     # the words of every document that may need a search: broken from its assumed start,

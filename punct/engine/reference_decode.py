@@ -17,9 +17,9 @@ import torch
 
 from punct.data.windows import batched
 from punct.engine.aggregate import Aggregator
-from punct.engine.constraints import through_word
 from punct.engine.decode import SENTENCE_FINAL, WordPredictions
 from punct.engine.precision import resolve_bf16
+from punct.engine.symbols import is_passthrough
 from punct.labels import CAP_LABELS
 from punct.models.base import Featurizer, PunctModel, WordSeq
 
@@ -78,7 +78,7 @@ def reference_rule_caps(marks: np.ndarray, seqs: Sequence[WordSeq], labels: Sequ
     for seq in seqs:
         start = True
         for i, word in enumerate(seq.words):
-            if through_word(word):
+            if is_passthrough(word):
                 continue
             g = seq.offset + i
             if start:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -127,7 +128,16 @@ def is_foreign(ch: str) -> bool:
 
 
 def is_passthrough(word: str) -> bool:
-    """Whether ``word`` holds a foreign symbol (and so keeps its exact form)."""
+    """Whether ``word`` holds a foreign symbol (and so keeps its exact form). ASCII
+    letters and digits (most words) are never foreign; other forms are looked at once
+    (cached: words repeat)."""
+    if word.isascii() and word.isalnum():
+        return False
+    return _holds_foreign(word)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _holds_foreign(word: str) -> bool:
     return any(is_foreign(ch) for ch in word)
 
 
@@ -160,10 +170,12 @@ def split_words(text: str) -> list[str]:
     counter = _ACTIVE.get()
     ns_map = active_map()
     cased = _CASED.get()
+    is_nonspeech = ns_map.is_nonspeech
     for token in text.split():
         core, trail = strip_edge_marks(token)[1:]
-        if ns_map.is_nonspeech(token) or (core and ns_map.is_nonspeech(core)):
-            kept = token if ns_map.is_nonspeech(token) else core
+        whole = is_nonspeech(token)
+        if whole or (core and core != token and is_nonspeech(core)):
+            kept = token if whole else core
             out.append(kept)
             if counter is not None:
                 counter.add_nonspeech(kept)

@@ -43,6 +43,8 @@ def _cased_letters(word: str) -> list[str]:
 
 def marked_case(form: str) -> bool:
     """Whether ``form`` has a capital after its first letter (internal or all capitals)."""
+    if form.islower():  # cased letters, none a capital (most words)
+        return False
     return any(ch.isupper() for ch in _cased_letters(form)[1:])
 
 
@@ -55,6 +57,9 @@ class CaseStats:
     all_caps: int = 0  # of those, written all in capitals
 
     def add(self, word: str) -> None:
+        if word.isascii() and word.isalpha() and word.islower():  # most words
+            self.long_words += len(word) >= 2
+            return
         letters = _cased_letters(word)
         self.capital += any(ch.isupper() for ch in letters)
         if len(letters) >= 2:
@@ -95,15 +100,15 @@ class CaseKeeper:
                 self.stats.add(w.word)
         keep = self.stats.cased if self.keep is None else self.keep
         self.documents_kept += keep
+        forms = self._forms
         for k, w in enumerate(itertools.chain(head, words)):
             if w.nonspeech or is_passthrough(w.word):
-                self._forms.append((doc.doc_id, k, None))
+                forms.append((doc.doc_id, k, None))
                 yield w
                 continue
             plain = _model_word(w.word)
-            kept = w.word if keep and marked_case(w.word) else None
-            self._forms.append((doc.doc_id, k, kept))
-            yield w if plain == w.word else replace(w, word=plain)
+            forms.append((doc.doc_id, k, w.word if keep and marked_case(w.word) else None))
+            yield w if plain == w.word else InputWord(plain, w.start, w.end, w.pause_after)
 
     def segments(self, segments: Iterable[Segment]) -> Iterator[Segment]:
         """The engine's segments with the kept forms put back."""

@@ -1,0 +1,117 @@
+"""The restore path end to end with a stub encoder: what ``punct-restore`` costs per word
+besides the model.
+
+  python -m punct.bin.bench_restore --stub-encoder --iwslt DIR/dev2012 [--iwslt ...]
+      [--family autopunct] [--format text] [--no-constraints] [--reps 3]
+
+The input is the IWSLT words as plain text, ``--doc-words`` words per line (one document
+each). Timed (best of ``--reps``, one thread, this process's CPU time) is what the
+command does with it: read the lines and split the words (``read_text``), keep-case
+(``CaseKeeper``, the command's default), the streaming restorer (units, the engine,
+the word rows) and the output writer (``--format``), with the model replaced by
+``punct.bin.bench_engine``'s stub of ~zero cost. ``model_seconds`` is the engine's own
+share (``predict_words``), ``us_per_word`` the whole path's; the rest is the Python work
+per word around the engine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from punct.bin.bench_engine import FAMILIES, emit, make_featurizer, read_utterances, stub_model
+from punct.data.windows import stride_for
+from punct.engine.decode import DecodeSettings
+from punct.engine.symbols import cased_input, tally
+from punct.infer.casing import CaseKeeper
+from punct.infer.inputs import read_text
+from punct.infer.outputs import FORMATS, write_segments
+from punct.infer.stream import Restorer
+from punct.labels import get_label_set
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m punct.bin.bench_restore",
+                                     description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--stub-encoder", action="store_true", required=True,
+                        help="replace the model by outputs of ~zero cost (required)")
+    parser.add_argument("--iwslt", action="append", required=True,
+                        help="IWSLT 2012 Che TSV file (repeatable)")
+    parser.add_argument("--doc-words", type=int, default=200, help="words per input line")
+    parser.add_argument("--family", choices=sorted(FAMILIES), default="autopunct")
+    parser.add_argument("--format", choices=FORMATS[:4], default="text",
+                        help="output format (text, kaldi, jsonl, table)")
+    parser.add_argument("--window", type=int, default=128, help="window (pieces)")
+    parser.add_argument("--per-token", type=int, default=2, help="predictions per token")
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--no-constraints", action="store_true",
+                        help="per-word decisions only (no document rules)")
+    parser.add_argument("--reps", type=int, default=3, help="timed runs")
+    parser.add_argument("--json", help="also write the result here")
+    parser.set_defaults(data_dir=None)  # bench_engine's reader: IWSLT files only here
+    return parser
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    """Time the restore path on the IWSLT words; return the report."""
+    torch.set_num_threads(1)
+    ls = get_label_set(FAMILIES[args.family])
+    utts = read_utterances(args)
+    words = [row.word for rows in utts.values() for row in rows]
+    lines = [" ".join(words[i:i + args.doc_words])
+             for i in range(0, len(words), args.doc_words)]
+    data = ("\n".join(lines) + "\n").encode("utf-8")
+    with tempfile.TemporaryDirectory() as tmp:
+        feat = make_featurizer(args.family, utts, 5000, args.window, Path(tmp))
+    model = stub_model(len(ls.labels), ls.exclusive, args.family == "autopunct")
+    settings = DecodeSettings(args.window, stride_for(args.window, args.per_token),
+                              args.batch_size, "sum" if args.family == "courtland" else "mean",
+                              False, 0.5, ls.exclusive, None, not args.no_constraints)
+
+    def restore() -> tuple[Restorer, str]:
+        restorer = Restorer(model, feat, ls, settings, "cpu")
+        out = io.StringIO()
+        keeper = CaseKeeper(None)
+        with tally(None), cased_input():
+            docs = keeper.documents(read_text(io.BytesIO(data), "bench"))
+            write_segments(keeper.segments(restorer.restore(docs)), out, args.format)
+        return restorer, out.getvalue()
+
+    restorer, text = restore()  # warm-up: the piece table, the stub's outputs
+    best, model_seconds = float("inf"), 0.0
+    for _ in range(args.reps):
+        start = time.process_time()
+        restorer, text = restore()
+        took = time.process_time() - start
+        if took < best:
+            best, model_seconds = took, restorer.seconds
+    n_words = len(words)
+    return {"family": args.family, "format": args.format, "words": n_words,
+            "documents": len(lines), "words_restored": restorer.words_done,
+            "output_lines": text.count("\n"), "constraints": not args.no_constraints,
+            "threads": torch.get_num_threads(), "reps": args.reps,
+            "seconds": round(best, 4), "model_seconds": round(model_seconds, 4),
+            "us_per_word": round(1e6 * best / n_words, 3),
+            "us_per_word_outside_engine": round(1e6 * (best - model_seconds) / n_words, 3),
+            "words_per_s": round(n_words / best)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.reps < 1 or args.doc_words < 1:
+        print("bench_restore: --reps and --doc-words must be >= 1", file=sys.stderr)
+        return 2
+    emit(run(args), args.json)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,63 @@
+"""The shortcuts the restore path takes for the common word (ASCII, lower-case, no
+marks) agree with the full definitions on every kind of word, and the restore
+benchmark times the whole path."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from punct.bin import bench_restore
+from punct.engine.symbols import is_foreign, is_passthrough
+from punct.infer.casing import CaseStats, _cased_letters, marked_case
+from punct.labels import CANONICAL, OPENING_LABELS, written
+
+SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "iwslt2012"
+WORDS = ["hello", "a", "I", "Hello", "USA", "iPhone", "McDonald", "x-men", "don't", "o’clock",
+         "café", "Étienne", "ÉCOLE", "straße", "ß", "42", "4x4", "r2d2", "日本", "🙂", "a🙂",
+         "http://x.org/a", "[noise]", "<breath>", "½", "㆒", "①", "é", "e\u0301", "ǅ",
+         "", "_", "a_b", "ΣΑΣ", "σας", "İstanbul", "ﬁ", "Ⅻ", "x²", "٣"]
+
+
+@pytest.mark.parametrize("word", WORDS)
+def test_passthrough_as_defined(word: str) -> None:
+    assert is_passthrough(word) == any(is_foreign(ch) for ch in word)
+
+
+@pytest.mark.parametrize("word", WORDS)
+def test_casing_shortcuts_as_defined(word: str) -> None:
+    letters = _cased_letters(word)
+    assert marked_case(word) == any(ch.isupper() for ch in letters[1:])
+    stats = CaseStats()
+    stats.add(word)
+    want = (int(any(ch.isupper() for ch in letters)), int(len(letters) >= 2),
+            int(len(letters) >= 2 and all(ch.isupper() for ch in letters)))
+    assert (stats.capital, stats.long_words, stats.all_caps) == want
+
+
+@pytest.mark.parametrize("punct", [(), ("COMMA",), ("OPEN_QUOTE", "PERIOD"),
+                                   ("OPEN_QUOTE", "QUOTE", "QUESTION"), ("OPEN_DASH",)])
+def test_written_as_defined(punct: tuple[str, ...]) -> None:
+    assert all(p in CANONICAL for p in punct)
+    opening = "".join(CANONICAL[p] for p in punct if p in OPENING_LABELS)
+    closing = "".join(CANONICAL[p] for p in punct if p not in OPENING_LABELS)
+    assert written("word", punct) == opening + "word" + closing
+    assert written("word", list(punct)) == opening + "word" + closing
+
+
+@pytest.mark.skipif(not SHARED.is_dir(), reason="no shared IWSLT 2012 copy")
+def test_bench_restore_times_the_whole_path(tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "restore.json"
+    assert bench_restore.main(["--stub-encoder", "--iwslt", str(SHARED / "che_original" /
+                               "test2011"), "--family", "nagy", "--window", "32", "--reps",
+                               "1", "--json", str(out)]) == 0
+    report = json.loads(out.read_text())
+    assert json.loads(capsys.readouterr().out) == report
+    assert report["words"] == 12626 and report["documents"] == 64 == report["output_lines"]
+    # the words that are marks alone are not words of the restored text
+    assert 12500 < report["words_restored"] <= report["words"]
+    assert 0 < report["model_seconds"] < report["seconds"]
+    assert report["us_per_word"] > report["us_per_word_outside_engine"] > 0
