@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from punct.engine.aggregate import Aggregator, SlotAggregator
-from punct.engine.decode import exclusive_marks, row_argmax
+from punct.engine.decode import MarkSets, exclusive_marks, ordered_marks, row_argmax
+from punct.labels import get_label_set
 from punct.models.subword import plan as plan_module
 
 
@@ -150,3 +151,16 @@ def test_slot_aggregator_needs_the_same_outputs_every_batch() -> None:
         agg.add(np.array([2]), np.zeros((1, 1), dtype=np.float32))
     with pytest.raises(ValueError, match="no mark probabilities"):
         agg.add(np.array([2]), None)
+
+
+def test_mark_sets_as_ordered_marks_word_by_word() -> None:
+    """Every set of marks put in reading order once gives each word what
+    ``ordered_marks`` gives it (full13: opening marks among them)."""
+    labels = get_label_set("full13").labels
+    rng = np.random.default_rng(6)
+    sets = MarkSets(labels)
+    for rate in (0.05, 0.3):
+        marks = rng.random((500, len(labels))) < rate
+        assert sets.of_rows(marks) == [ordered_marks(row, labels) for row in marks]
+    assert len(sets.known) > 100  # the second call reused and added sets
+    assert sets.of_rows(np.zeros((0, len(labels)), dtype=bool)) == []

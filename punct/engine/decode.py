@@ -310,20 +310,40 @@ def ordered_marks(flags: np.ndarray, labels: Sequence[str]) -> tuple[str, ...]:
                  + [lab for lab in chosen if lab not in OPENING_LABELS])
 
 
+class MarkSets:
+    """``ordered_marks`` of many words, computed once per distinct set of marks (a set is
+    a number: bit k for mark k; words share few sets)."""
+
+    def __init__(self, labels: Sequence[str]):
+        if len(labels) > 62:
+            raise ValueError(f"{len(labels)} marks do not fit in one int64 per set")
+        self.labels = tuple(labels)
+        self.bits = 1 << np.arange(len(labels), dtype=np.int64)
+        self.known: dict[int, tuple[str, ...]] = {}
+
+    def of_rows(self, marks: np.ndarray) -> list[tuple[str, ...]]:
+        """The marks in reading order of each row of ``marks`` (N, P) bool."""
+        codes = (marks.astype(np.int64) @ self.bits).tolist()
+        for code in set(codes).difference(self.known):
+            flags = [code >> k & 1 == 1 for k in range(len(self.labels))]
+            self.known[code] = ordered_marks(flags, self.labels)
+        return list(map(self.known.__getitem__, codes))
+
+
 def hypothesis_rows(utts: Mapping[str, Sequence[WordRow]], seqs: Sequence[WordSeq],
                     marks: np.ndarray, caps: np.ndarray, labels: Sequence[str]
                     ) -> dict[str, list[WordRow]]:
     """Hypothesis word table: the reference rows with predicted punct/cap and form."""
     out: dict[str, list[WordRow]] = {}
+    chosen = MarkSets(labels).of_rows(marks)
+    cap_names = [CAP_LABELS[c] for c in caps.tolist()]
     for seq in seqs:
         rows = utts[seq.utt_id]
         hyp = []
-        for i, row in enumerate(rows):
-            g = seq.offset + i
-            cap = CAP_LABELS[int(caps[g])]
+        for g, row in enumerate(rows, seq.offset):
+            cap = cap_names[g]
             hyp.append(WordRow(row.utt_id, row.idx, row.word, apply_cap(row.word, cap),
-                               ordered_marks(marks[g], labels), cap, row.start, row.end,
-                               row.pause_after))
+                               chosen[g], cap, row.start, row.end, row.pause_after))
         out[seq.utt_id] = hyp
     return out
 

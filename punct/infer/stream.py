@@ -34,7 +34,7 @@ import numpy as np
 import torch
 
 from punct.engine.constraints import Edges
-from punct.engine.decode import DecodeSettings, decide, ordered_marks, predict_words
+from punct.engine.decode import DecodeSettings, MarkSets, decide, predict_words
 from punct.engine.symbols import active_map, is_passthrough
 from punct.errors import PunctInputError
 from punct.labels import CAP_LABELS, LabelSet, apply_cap
@@ -117,8 +117,7 @@ class Restorer:
         self.seconds = 0.0
         self.words_done = 0
         self._carry: dict[str, int] = {}  # document rules' state at a block cut
-        # a set of marks (bit k: mark k) -> its marks in reading order
-        self._mark_sets: dict[int, tuple[str, ...]] = {}
+        self._mark_sets = MarkSets(label_set.labels)  # each set put in order once
 
     # -- public
     def restore(self, docs: Iterable[Document]) -> Iterator[Segment]:
@@ -195,21 +194,18 @@ class Restorer:
                                  st.exclusive, st.combinations, st.constraints,
                                  Edges(spans, self._carry))
         labels = self.label_set.labels
-        # each word's set of marks as a number: its marks in reading order computed once
-        codes = (None if marks is None else
-                 marks.astype(np.int64) @ (1 << np.arange(n_labels, dtype=np.int64)))
-        mark_sets = self._mark_sets
+        chosen = None if marks is None else self._mark_sets.of_rows(marks)
         for unit, slot in zip(units, slots, strict=True):
             rows: list[WordRow] = []
             probs: list[dict[str, float] | None] = []
             lo, hi = unit.keep
             seq = unit.seq
             if seq is not None:
-                if codes is None or caps is None or pred is None:
+                if chosen is None or caps is None or pred is None:
                     raise RuntimeError("a unit with speech words was not decoded")
                 g0, g1 = seq.offset, seq.offset + len(seq)
                 unit_caps = [CAP_LABELS[c] for c in caps[g0:g1].tolist()]
-                unit_codes = codes[g0:g1].tolist()
+                unit_marks = chosen[g0:g1]
                 unit_probs = pred.punct[g0:g1].tolist()
             for i in range(lo, hi):
                 w = unit.words[i]
@@ -220,14 +216,9 @@ class Restorer:
                     continue
                 k = slot[i]
                 cap = unit_caps[k]
-                code = unit_codes[k]
-                chosen = mark_sets.get(code)
-                if chosen is None:
-                    chosen = mark_sets[code] = ordered_marks(
-                        [code >> b & 1 == 1 for b in range(n_labels)], labels)
                 form = w.word if is_passthrough(w.word) else apply_cap(w.word, cap)
                 rows.append(WordRow(unit.doc_id, unit.doc_start + i, w.word.lower(), form,
-                                    chosen, cap, w.start, w.end, w.pause_after))
+                                    unit_marks[k], cap, w.start, w.end, w.pause_after))
                 probs.append(dict(zip(labels, unit_probs[k], strict=True)))
             self.words_done += sum(1 for row_probs in probs if row_probs is not None)
             unit.seq = None
