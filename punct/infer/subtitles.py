@@ -29,7 +29,7 @@ from punct.errors import PunctInputError
 from punct.infer.cues import CueLimits, CueWord, plan_cues
 from punct.infer.inputs import iter_lines, split_span, text_words, with_pauses
 from punct.infer.stream import Document
-from punct.labels import CANONICAL, OPENING_LABELS
+from punct.labels import written
 from punct.wordtable import WordRow
 
 SENTENCE_FINAL = frozenset({"PERIOD", "QUESTION", "EXCLAMATION", "ELLIPSIS"})
@@ -142,13 +142,11 @@ def read_vtt(stream: BinaryIO, name: str) -> Iterator[Document]:
 
 def word_text(row: WordRow) -> str:
     """A restored word with its marks, as in the restored text."""
-    opening = "".join(CANONICAL[p] for p in row.punct if p in OPENING_LABELS)
-    closing = "".join(CANONICAL[p] for p in row.punct if p not in OPENING_LABELS)
-    return opening + row.form + closing
+    return written(row.form, row.punct)
 
 
 def ends_sentence(row: WordRow) -> bool:
-    return any(p in SENTENCE_FINAL for p in row.punct)
+    return bool(row.punct) and any(p in SENTENCE_FINAL for p in row.punct)
 
 
 def sentences(rows: Sequence[WordRow]) -> list[str]:
