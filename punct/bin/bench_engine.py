@@ -57,30 +57,35 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m punct.bin.bench_engine",
                                      description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--stub-encoder", action="store_true", required=True,
-                        help="replace the model by outputs of ~zero cost (required)")
     src = parser.add_mutually_exclusive_group(required=True)
     src.add_argument("--iwslt", action="append", help="IWSLT 2012 Che TSV file (repeatable)")
     src.add_argument("--data-dir", help="a data dir with words.tsv")
-    parser.add_argument("--doc-words", type=int, default=200,
-                        help="utterance length for --iwslt (words)")
-    parser.add_argument("--family", choices=sorted(FAMILIES), default="autopunct")
-    parser.add_argument("--window", type=int, default=128, help="window (pieces)")
-    parser.add_argument("--per-token", type=int, default=2, help="predictions per token")
-    parser.add_argument("--batch-size", type=int, default=32)
-    parser.add_argument("--vocab", type=int, default=5000, help="whole words in the vocabulary")
+    add_stub_arguments(parser)
     parser.add_argument("--reps", type=int, default=5, help="timed runs per engine")
     parser.add_argument("--num-threads", type=int, default=1, help="torch threads")
-    parser.add_argument("--no-constraints", action="store_true",
-                        help="per-word decisions only (no document rules)")
     parser.add_argument("--profile", action="store_true", help="cProfile of the engine")
     parser.add_argument("--json", help="also write the result here")
     return parser
 
 
+def add_stub_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of a run with the stub encoder (this tool's and ``bench_restore``'s)."""
+    parser.add_argument("--stub-encoder", action="store_true", required=True,
+                        help="replace the model by outputs of ~zero cost (required)")
+    parser.add_argument("--doc-words", type=int, default=200,
+                        help="utterance (input line) length for --iwslt (words)")
+    parser.add_argument("--family", choices=sorted(FAMILIES), default="autopunct")
+    parser.add_argument("--window", type=int, default=128, help="window (pieces)")
+    parser.add_argument("--per-token", type=int, default=2, help="predictions per token")
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--vocab", type=int, default=5000, help="whole words in the vocabulary")
+    parser.add_argument("--no-constraints", action="store_true",
+                        help="per-word decisions only (no document rules)")
+
+
 def read_utterances(args: argparse.Namespace) -> dict[str, list[Any]]:
     """Word-table rows per utterance (IWSLT files cut into --doc-words blocks)."""
-    if args.data_dir:
+    if getattr(args, "data_dir", None):
         return read_word_table(Path(args.data_dir) / "words.tsv")
     utts: dict[str, list[Any]] = {}
     for path in args.iwslt:

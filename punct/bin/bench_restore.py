@@ -26,7 +26,14 @@ from typing import Any
 
 import torch
 
-from punct.bin.bench_engine import FAMILIES, emit, make_featurizer, read_utterances, stub_model
+from punct.bin.bench_engine import (
+    FAMILIES,
+    add_stub_arguments,
+    emit,
+    make_featurizer,
+    read_utterances,
+    stub_model,
+)
 from punct.data.windows import stride_for
 from punct.engine.decode import DecodeSettings
 from punct.engine.symbols import cased_input, tally
@@ -41,22 +48,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m punct.bin.bench_restore",
                                      description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--stub-encoder", action="store_true", required=True,
-                        help="replace the model by outputs of ~zero cost (required)")
     parser.add_argument("--iwslt", action="append", required=True,
                         help="IWSLT 2012 Che TSV file (repeatable)")
-    parser.add_argument("--doc-words", type=int, default=200, help="words per input line")
-    parser.add_argument("--family", choices=sorted(FAMILIES), default="autopunct")
+    add_stub_arguments(parser)
     parser.add_argument("--format", choices=FORMATS[:4], default="text",
                         help="output format (text, kaldi, jsonl, table)")
-    parser.add_argument("--window", type=int, default=128, help="window (pieces)")
-    parser.add_argument("--per-token", type=int, default=2, help="predictions per token")
-    parser.add_argument("--batch-size", type=int, default=32)
-    parser.add_argument("--no-constraints", action="store_true",
-                        help="per-word decisions only (no document rules)")
     parser.add_argument("--reps", type=int, default=3, help="timed runs")
     parser.add_argument("--json", help="also write the result here")
-    parser.set_defaults(data_dir=None)  # bench_engine's reader: IWSLT files only here
     return parser
 
 
@@ -70,7 +68,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
              for i in range(0, len(words), args.doc_words)]
     data = ("\n".join(lines) + "\n").encode("utf-8")
     with tempfile.TemporaryDirectory() as tmp:
-        feat = make_featurizer(args.family, utts, 5000, args.window, Path(tmp))
+        feat = make_featurizer(args.family, utts, args.vocab, args.window, Path(tmp))
     model = stub_model(len(ls.labels), ls.exclusive, args.family == "autopunct")
     settings = DecodeSettings(args.window, stride_for(args.window, args.per_token),
                               args.batch_size, "sum" if args.family == "courtland" else "mean",
