@@ -95,6 +95,62 @@ def build(family: str, bert: Path, window: int) -> tuple[dict, object, torch.nn.
     return config, feat, model
 
 
+def test_type_flags_computed_once_per_type(bert: Path) -> None:
+    """A fact about word forms (``PieceTable.type_flags``) is computed once per type: a
+    later plan with new forms computes only those."""
+    _, feat, _ = build("nagy", bert, 24)
+    ls = get_label_set("full13")
+    calls: list[list[str]] = []
+
+    def fact(forms: list[str]) -> list[bool]:
+        calls.append(list(forms))
+        return [form.startswith("w") for form in forms]
+
+    def seq(words: list[str]) -> WordSeq:
+        return WordSeq("u", words, np.full(len(words), np.nan, dtype=np.float32),
+                       np.zeros((len(words), len(ls.labels)), dtype=np.float32),
+                       np.zeros(len(words), dtype=np.int64))
+
+    table = feat.plan([seq(["well", "so", "well", "wait"])], 24, 8).word_types()[2]
+    first = table.type_flags(fact).copy()
+    assert [table.words[k] for k in np.flatnonzero(first)] == sorted(
+        w for w in set(table.words) if w.startswith("w"))
+    assert len(calls) == 1 and table.type_flags(fact).tolist() == first.tolist()
+    known = len(table.words)
+    feat.plan([seq(["walrus", "so", "zebra", "walrus"])], 24, 8)
+    flags = table.type_flags(fact)
+    assert calls[1:] == [list(table.words[known:])] and sorted(calls[1]) == ["walrus", "zebra"]
+    assert flags[:known].tolist() == first.tolist()
+    assert flags.tolist() == [w.startswith("w") for w in table.words]
+
+
+def test_decoding_batches_hold_what_the_model_reads(bert: Path) -> None:
+    """The engine asks the plan only for the inputs the model reads
+    (``PunctModel.predict_inputs``): nagy's encoder gets its pieces and mask, and the
+    decisions are those of a run with every input."""
+    config, feat, model = build("nagy", bert, 24)
+    ls = get_label_set(config.label_set)
+    seqs = iwslt_seqs("test2011", ls.name, 1500)
+    seen: set[str] = set()
+    predict = model.predict
+
+    def spy(batch: dict[str, torch.Tensor]) -> object:
+        seen.update(batch)
+        return predict(batch)
+
+    model.predict = spy
+    narrow = predict_words(model, feat, seqs, 24, 8, 7, False, "mean")
+    assert seen == {"input_ids", "attention_mask", "word_ids"}
+    model.predict_inputs = None
+    seen.clear()
+    wide = predict_words(model, feat, seqs, 24, 8, 7, False, "mean")
+    assert seen >= {"pauses", "prev_pos", "utt_start"}
+    assert np.array_equal(narrow.punct, wide.punct)
+    plan = feat.plan(seqs, 24, 8)
+    with pytest.raises(ValueError, match="no input"):
+        next(plan.batches(np.arange(3), 2, ("input_ids", "audio")))
+
+
 @pytest.mark.parametrize(("family", "window", "data"), [
     ("autopunct", 32, "test2011"), ("autopunct", 8, "dev2012"), ("nagy", 24, "test2011"),
     ("courtland", 16, "test2011"), ("unipunc", 32, "test2011")])
@@ -221,15 +277,17 @@ def test_chunked_batches_equal_collated_windows(family: str, chunk: int, bert: P
     windows = feat.windows(seqs, 16, 5)
     order = np.argsort(-plan.lengths, kind="stable")
     assert len(order) % 9
-    seen = []
-    for rows, got in plan.batches(order, 9):
-        seen.extend(rows.tolist())
-        want = feat.collate([windows[i] for i in rows])
-        assert set(got) == set(want) - {"punct", "cap"}  # no training targets
-        for key, value in got.items():
-            assert value.dtype == want[key].dtype, key
-            torch.testing.assert_close(value, want[key], equal_nan=True, rtol=0, atol=0)
-    assert seen == order.tolist()
+    for inputs in (("input_ids", "attention_mask"), ("pauses", "prev_pos"), None):
+        seen = []
+        for rows, got in plan.batches(order, 9, inputs):
+            seen.extend(rows.tolist())
+            want = feat.collate([windows[i] for i in rows])
+            keys = set(want) - {"punct", "cap"}  # no training targets
+            assert set(got) == (keys if inputs is None else {"word_ids", *inputs})
+            for key, value in got.items():
+                assert value.dtype == want[key].dtype, key
+                torch.testing.assert_close(value, want[key], equal_nan=True, rtol=0, atol=0)
+        assert seen == order.tolist()
 
 
 def test_window_walk_together_as_one_by_one(bert: Path,

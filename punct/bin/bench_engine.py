@@ -47,10 +47,15 @@ from punct.engine.decode import decide, predict_words
 from punct.engine.reference_constraints import reference_constrain
 from punct.engine.reference_decode import reference_predict_words, reference_rule_caps
 from punct.labels import get_label_set
+from punct.models.autopunct import AutopunctModel
 from punct.models.base import Prediction, PunctModel, Registry
+from punct.models.courtland import CourtlandModel
+from punct.models.nagy import NagyModel
 from punct.wordtable import read_word_table
 
 FAMILIES = {"autopunct": "iwslt4", "nagy": "full13", "courtland": "iwslt4"}
+MODEL_CLASSES: dict[str, type[PunctModel]] = {
+    "autopunct": AutopunctModel, "nagy": NagyModel, "courtland": CourtlandModel}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -115,9 +120,14 @@ def make_featurizer(family: str, utts: dict[str, list[Any]], vocab: int, window:
     return Registry.get(family).make_featurizer(config)
 
 
-def stub_model(n_labels: int, exclusive: bool, with_cap: bool) -> Any:
-    """A ``PunctModel`` whose ``predict`` hands out cached random outputs per batch shape."""
+def stub_model(family: str, n_labels: int, exclusive: bool) -> Any:
+    """A ``PunctModel`` whose ``predict`` hands out cached random outputs per batch shape
+    (with casing for autopunct), reading the batch inputs the family's model reads."""
+    with_cap = family == "autopunct"
+
     class StubModel(PunctModel):
+        predict_inputs = MODEL_CLASSES[family].predict_inputs
+
         def __init__(self) -> None:
             super().__init__()
             self.cache: dict[tuple[int, int], Prediction] = {}
@@ -152,7 +162,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     aggregate = "sum" if args.family == "courtland" else "mean"
     with tempfile.TemporaryDirectory() as tmp:
         feat = make_featurizer(args.family, utts, args.vocab, args.window, Path(tmp))
-    model = stub_model(len(ls.labels), ls.exclusive, args.family == "autopunct")
+    model = stub_model(args.family, len(ls.labels), ls.exclusive)
     call = (model, feat, seqs, args.window, stride, args.batch_size, False, aggregate)
     results: dict[str, Any] = {}
 

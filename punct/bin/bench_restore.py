@@ -69,7 +69,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     data = ("\n".join(lines) + "\n").encode("utf-8")
     with tempfile.TemporaryDirectory() as tmp:
         feat = make_featurizer(args.family, utts, args.vocab, args.window, Path(tmp))
-    model = stub_model(len(ls.labels), ls.exclusive, args.family == "autopunct")
+    model = stub_model(args.family, len(ls.labels), ls.exclusive)
     settings = DecodeSettings(args.window, stride_for(args.window, args.per_token),
                               args.batch_size, "sum" if args.family == "courtland" else "mean",
                               False, 0.5, ls.exclusive, None, not args.no_constraints)

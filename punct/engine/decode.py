@@ -50,6 +50,7 @@ from punct.models.base import (
     PunctModel,
     Registry,
     WordSeq,
+    WordTypes,
     weights_from_checkpoint,
 )
 from punct.models.checkpoint import load_checkpoint
@@ -68,9 +69,9 @@ class WordPredictions:
     seconds: float
     n_windows: int
     bf16: bool = False  # whether bf16 autocast was in effect
-    # the plan's word forms (``WindowPlan.word_types``), where it looked them up: the
+    # the plan's word types (``WindowPlan.word_types``), where it looked them up: the
     # decisions then find the pass-through words once per form; None: word by word
-    word_forms: tuple[np.ndarray, np.ndarray, Sequence[str]] | None = None
+    word_forms: tuple[np.ndarray, np.ndarray, WordTypes] | None = None
 
 
 def pick_device(name: str | None = None) -> torch.device:
@@ -151,7 +152,7 @@ def predict_words(model: PunctModel, featurizer: Featurizer, seqs: Sequence[Word
     bar = tqdm(total=len(order), desc="decode", unit="win", disable=not progress, leave=False)
     try:
         with torch.inference_mode():
-            for rows, batch in plan.batches(order, batch_size):
+            for rows, batch in plan.batches(order, batch_size, model.predict_inputs):
                 word_ids = batch["word_ids"].cpu().numpy().reshape(-1)
                 slots = np.flatnonzero(word_ids >= 0)
                 index = to_device(torch.from_numpy(slots), device)
@@ -170,20 +171,15 @@ def predict_words(model: PunctModel, featurizer: Featurizer, seqs: Sequence[Word
                            use_bf16, plan.word_types())
 
 
-def passthrough_by_form(word_forms: tuple[np.ndarray, np.ndarray, Sequence[str]] | None,
+def passthrough_by_form(word_forms: tuple[np.ndarray, np.ndarray, WordTypes] | None,
                         n_words: int) -> np.ndarray | None:
-    """(n_words,) ``passthrough_flags`` of the words of a plan, computed once per word
-    form from its ``word_types()``; None without them."""
+    """(n_words,) ``passthrough_flags`` of the words of a plan, from its ``word_types()``
+    (each form's flag computed once, kept by the table of types); None without them."""
     if word_forms is None:
         return None
-    word_ids, types, forms = word_forms
-    present = np.zeros(len(forms), dtype=bool)
-    present[types] = True
-    seen = np.flatnonzero(present)
-    per_form = np.zeros(len(forms), dtype=bool)
-    per_form[seen] = passthrough_flags([forms[i] for i in seen.tolist()])
+    word_ids, types, table = word_forms
     through = np.zeros(n_words, dtype=bool)
-    through[word_ids] = per_form[types]
+    through[word_ids] = table.type_flags(passthrough_flags)[types]
     return through
 
 

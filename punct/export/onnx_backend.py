@@ -36,6 +36,7 @@ class OnnxModel(PunctModel):
         self.session = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
         self.path = path
         self.inputs = inputs
+        self.predict_inputs = tuple(inputs)
         self.outputs = outputs
 
     @classmethod

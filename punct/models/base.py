@@ -15,10 +15,10 @@ from __future__ import annotations
 import abc
 import contextlib
 import contextvars
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import torch
@@ -44,6 +44,16 @@ def weights_from_checkpoint() -> Iterator[None]:
         CHECKPOINT_WEIGHTS.reset(token)
 
 
+class WordTypes(Protocol):
+    """The distinct word forms a plan looked its words up in (``PieceTable``)."""
+
+    words: Sequence[str]  # the form of each type, in type order
+
+    def type_flags(self, fact: Callable[[Sequence[str]], np.ndarray]) -> np.ndarray:
+        """(types,) bool: ``fact`` of every type's form, computed once per type."""
+        ...
+
+
 class WindowPlan(abc.ABC):
     """The windows of one decoding run, collated into batches on request.
 
@@ -58,15 +68,18 @@ class WindowPlan(abc.ABC):
     def batch(self, rows: np.ndarray) -> dict[str, torch.Tensor]:
         """The collated batch of windows ``rows`` (indices into ``lengths``)."""
 
-    def word_types(self) -> tuple[np.ndarray, np.ndarray, Sequence[str]] | None:
+    def word_types(self) -> tuple[np.ndarray, np.ndarray, WordTypes] | None:
         """Where the plan has looked up every word form: the words' global indices, their
-        type ids, and the form of each type (so that facts about a form are computed
-        once per form); None otherwise."""
+        type ids, and the table of types (so that facts about a form are computed once
+        per form); None otherwise."""
         return None
 
-    def batches(self, order: np.ndarray, batch_size: int
+    def batches(self, order: np.ndarray, batch_size: int,
+                inputs: Collection[str] | None = None
                 ) -> Iterator[tuple[np.ndarray, dict[str, torch.Tensor]]]:
-        """(rows, batch) for consecutive chunks of ``batch_size`` windows of ``order``."""
+        """(rows, batch) for consecutive chunks of ``batch_size`` windows of ``order``;
+        ``inputs``: the inputs wanted besides ``word_ids`` (a plan may leave the others
+        out; None: all)."""
         for lo in range(0, len(order), batch_size):
             rows = order[lo:lo + batch_size]
             yield rows, self.batch(rows)
@@ -135,6 +148,10 @@ class Prediction:
 
 class PunctModel(nn.Module, abc.ABC):
     """A trainable model of one family."""
+
+    #: the batch inputs ``predict`` reads (the engine reads ``word_ids`` itself); None:
+    #: any the featurizer makes. Decoding batches may hold only these.
+    predict_inputs: tuple[str, ...] | None = None
 
     @abc.abstractmethod
     def loss(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:

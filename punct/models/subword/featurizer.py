@@ -47,6 +47,11 @@ N_CAP = len(CAP_LABELS)
 LABEL_POSITIONS = ("first", "last")
 
 
+def _shape(values: object) -> tuple[int, ...]:
+    """``np.shape(values)``, read straight off an array."""
+    return values.shape if isinstance(values, np.ndarray) else np.shape(values)
+
+
 @dataclass
 class SubwordFeaturizerOptions:
     """``featurizer:`` of the sub-word families (see the module docstring)."""
@@ -150,10 +155,10 @@ class SubwordFeaturizer(Featurizer):
     def _check_all(self, seqs: list[WordSeq]) -> None:
         """``_check`` of every sequence, with array operations (``_check`` names the
         first bad one)."""
-        for seq in seqs:
+        for seq in seqs:  # arrays (nearly always) answer their shape without np.shape
             n = len(seq.words)
-            if (np.shape(seq.pauses) != (n,) or np.shape(seq.cap) != (n,)
-                    or np.shape(seq.punct) != (n, self.n_labels)):
+            if (_shape(seq.pauses) != (n,) or _shape(seq.cap) != (n,)
+                    or _shape(seq.punct) != (n, self.n_labels)):
                 self._check(seq)
         caps = np.concatenate([s.cap for s in seqs]) if seqs else np.zeros(0)
         if caps.size and (caps.min() < 0 or caps.max() >= N_CAP):

@@ -20,6 +20,17 @@ class PieceTable:
         self.flat = np.zeros(0, dtype=np.int64)
         self.start = np.zeros(0, dtype=np.int64)
         self.length = np.zeros(0, dtype=np.int64)
+        self._facts: dict[Callable[[Sequence[str]], np.ndarray], np.ndarray] = {}
+
+    def type_flags(self, fact: Callable[[Sequence[str]], np.ndarray]) -> np.ndarray:
+        """(types,) bool: ``fact`` (one flag per form of a list of forms) of every type's
+        form, each type's computed once: a later call computes only the types added since
+        (a streaming run meets the same forms chunk after chunk)."""
+        known = self._facts.get(fact, np.zeros(0, dtype=bool))
+        if len(known) < len(self.words):
+            new = np.asarray(fact(self.words[len(known):]), dtype=bool)
+            known = self._facts[fact] = np.concatenate([known, new])
+        return known
 
     def _grow(self, words: list[str]) -> None:
         pieces = self.encode(words)

@@ -14,7 +14,7 @@ padding positions are overwritten.
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -57,6 +57,9 @@ def _ragged(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
         step[heads[1:-1]] = starts[1:] - (starts[:-1] + counts[:-1] - 1)
     return np.cumsum(step, out=step)
 
+
+INPUTS = ("input_ids", "attention_mask", "word_ids", "pauses", "prev_pos", "utt_start")
+"""The inputs of a decoding batch (``SubwordFeaturizer.collate`` without the targets)."""
 
 WALK_TOGETHER = 32
 """Sequences walked together, one window of each per array step, while at least this
@@ -157,36 +160,58 @@ class PiecePlan(WindowPlan):
         # mode="clip": ``out`` unbuffered (the indices are valid)
         table.flat.take(_ragged(table.start[types], n_pieces), out=pieces[1:1 + cum[-1]],
                         mode="clip")
-        pauses = (np.concatenate([s.pauses for s in seqs]).astype(np.float32, copy=False)
-                  if seqs else np.zeros(0, dtype=np.float32))
-        utt_start = np.zeros(n_words, dtype=np.float32)
-        utt_start[seq_start[:-1][lens > 0]] = 1.0
         word_ids = np.repeat(offsets - seq_start[:-1], lens) + np.arange(n_words)
         self.word_ids = word_ids  # each word's global index (flat order)
-        prev_slot = np.empty_like(slot)  # the previous word's slot (track index)
-        prev_slot[1:] = slot[:-1]
-        prev_slot[seq_start[:-1][lens > 0]] = -1
-        self.tracks = {"input_ids": pieces,
-                       "word_ids": _slot_track(size, -1, slot, word_ids),
-                       "pauses": _slot_track(size, np.nan, slot, pauses),
-                       "prev_pos": _slot_track(size, -1, slot, prev_slot),
-                       "utt_start": _slot_track(size, 0.0, slot, utt_start)}
+        self.tracks = {"input_ids": pieces, "word_ids": _slot_track(size, -1, slot, word_ids)}
+        # what the other inputs' tracks are made of (built when a batch first needs them)
+        self._seqs, self._slot, self._size = seqs, slot, size
+        self._seq_heads = seq_start[:-1][lens > 0]  # flat index of each utterance's start
 
-    def word_types(self) -> tuple[np.ndarray, np.ndarray, Sequence[str]]:
-        """The words' global indices and type ids, and the form of each type."""
-        return self.word_ids, self.types, self.table.words
+    def track(self, key: str) -> np.ndarray:
+        """The per-piece track of input ``key`` (one leading element), built on first
+        use: a model that reads only the pieces never pays for the others."""
+        if key not in self.tracks:
+            slot, size, heads = self._slot, self._size, self._seq_heads
+            if key == "pauses":
+                seqs = self._seqs
+                pauses = (np.concatenate([s.pauses for s in seqs]).astype(np.float32, copy=False)
+                          if seqs else np.zeros(0, dtype=np.float32))
+                self.tracks[key] = _slot_track(size, np.nan, slot, pauses)
+            elif key == "utt_start":
+                utt_start = np.zeros(len(slot), dtype=np.float32)
+                utt_start[heads] = 1.0
+                self.tracks[key] = _slot_track(size, 0.0, slot, utt_start)
+            elif key == "prev_pos":
+                prev_slot = np.empty_like(slot)  # the previous word's slot (track index)
+                prev_slot[1:] = slot[:-1]
+                prev_slot[heads] = -1
+                self.tracks[key] = _slot_track(size, -1, slot, prev_slot)
+            else:
+                raise KeyError(f"no input {key!r} in a piece plan (known: {', '.join(INPUTS)})")
+        return self.tracks[key]
+
+    def word_types(self) -> tuple[np.ndarray, np.ndarray, PieceTable]:
+        """The words' global indices and type ids, and the table of types."""
+        return self.word_ids, self.types, self.table
 
     def batch(self, rows: np.ndarray) -> dict[str, torch.Tensor]:
         """``input_ids``, ``attention_mask``, ``word_ids``, ``pauses``, ``prev_pos`` and
         ``utt_start`` (B, T) of windows ``rows``, padded as ``collate`` pads them."""
         return next(self.batches(np.asarray(rows, dtype=np.int64), len(rows)))[1]
 
-    def batches(self, order: np.ndarray, batch_size: int
+    def batches(self, order: np.ndarray, batch_size: int,
+                inputs: Collection[str] | None = None
                 ) -> Iterator[tuple[np.ndarray, dict[str, torch.Tensor]]]:
         """The batches of ``order``, filled a chunk of batches at a time (at most
         ``CHUNK_POSITIONS`` positions, or one batch): each batch's inputs are (B, T)
         views of one flat array per input, where the batch occupies B * T contiguous
-        elements."""
+        elements. ``inputs``: those filled besides ``word_ids`` (None: all of ``INPUTS``)."""
+        wanted = INPUTS if inputs is None else set(inputs) | {"word_ids"}
+        unknown = set(wanted).difference(INPUTS)
+        if unknown:
+            raise ValueError(f"no input {sorted(unknown)} in a piece plan "
+                           f"(known: {', '.join(INPUTS)})")
+        keys = [key for key in INPUTS if key in wanted]  # INPUTS' order
         order = np.asarray(order, dtype=np.int64)
         starts = np.arange(0, len(order), batch_size)
         ends = np.append(starts[1:], len(order))
@@ -194,11 +219,13 @@ class PiecePlan(WindowPlan):
                   else np.maximum.reduceat(self.lengths[order], starts) if len(order)
                   else np.zeros(0, dtype=np.int64))
         for lo, hi in _chunks((ends - starts) * widths, CHUNK_POSITIONS):
-            yield from self._fill(order, starts[lo:hi], ends[lo:hi], widths[lo:hi])
+            yield from self._fill(order, starts[lo:hi], ends[lo:hi], widths[lo:hi], keys)
 
     def _fill(self, order: np.ndarray, starts: np.ndarray, ends: np.ndarray,
-              widths: np.ndarray) -> Iterator[tuple[np.ndarray, dict[str, torch.Tensor]]]:
-        """Batches ``order[starts[b]:ends[b]]``, ``widths[b]`` positions each."""
+              widths: np.ndarray, keys: Sequence[str]
+              ) -> Iterator[tuple[np.ndarray, dict[str, torch.Tensor]]]:
+        """Batches ``order[starts[b]:ends[b]]``, ``widths[b]`` positions each, with the
+        inputs ``keys``."""
         rows = order[starts[0]:ends[-1]]
         sizes = ends - starts
         row_width = np.repeat(widths, sizes)
@@ -210,24 +237,28 @@ class PiecePlan(WindowPlan):
         # position p of a row reads track index piece_start + p
         take = np.repeat(piece_start - base, row_width)
         take += np.arange(total)
-        out = {key: track.take(take) for key, track in self.tracks.items()}
-        prev = out["prev_pos"]  # the previous slot's track index -> its position
-        prev -= np.repeat(piece_start, row_width)
-        np.maximum(prev, -1, out=prev)  # non-slot positions
-        prev[base + self.first_slot[rows]] = -1
+        out = {key: self.track(key).take(take) for key in keys if key != "attention_mask"}
+        if "prev_pos" in out:  # the previous slot's track index -> its position
+            prev = out["prev_pos"]
+            prev -= np.repeat(piece_start, row_width)
+            np.maximum(prev, -1, out=prev)  # non-slot positions
+            prev[base + self.first_slot[rows]] = -1
         sep = base + lengths - 1
         padding = _ragged(sep + 1, row_width - lengths)
         edges = np.concatenate([base, sep, padding])  # [CLS], [SEP] and padding
         for key, value in (("word_ids", -1), ("pauses", np.nan), ("prev_pos", -1),
                            ("utt_start", 0.0)):
-            out[key][edges] = value
+            if key in out:
+                out[key][edges] = value
         sp = self.specials
-        input_ids = out["input_ids"]
-        input_ids[base] = sp.cls
-        input_ids[sep] = sp.sep
-        input_ids[padding] = sp.pad
-        out["attention_mask"] = np.ones(total, dtype=np.int64)
-        out["attention_mask"][padding] = 0
+        if "input_ids" in out:
+            input_ids = out["input_ids"]
+            input_ids[base] = sp.cls
+            input_ids[sep] = sp.sep
+            input_ids[padding] = sp.pad
+        if "attention_mask" in keys:
+            out["attention_mask"] = np.ones(total, dtype=np.int64)
+            out["attention_mask"][padding] = 0
         bounds = _exclusive_cumsum(sizes * widths).tolist()
         for b, (size, width) in enumerate(zip(sizes.tolist(), widths.tolist(), strict=True)):
             lo, hi = bounds[b], bounds[b + 1]

@@ -42,6 +42,8 @@ class TaggerOptions(FreezingEncoderOptions):
 class SubwordTagger(EncoderModel, abc.ABC):
     """Pretrained encoder + a family-specific head producing per-position mark logits."""
 
+    predict_inputs = ("input_ids", "attention_mask")  # the encoder's, nothing else
+
     def __init__(self, config: Config, featurizer: SubwordFeaturizer):
         super().__init__(config, featurizer)
         self.objective = MarkObjective(get_label_set(config.label_set), config.model.loss,
