@@ -35,7 +35,7 @@ import torch
 
 from punct.data.nonspeech import NonSpeechMap, load_nonspeech_map
 from punct.engine.decode import decode_settings, pick_device
-from punct.engine.symbols import SymbolTally, cased_input, split_words, tally
+from punct.engine.symbols import SymbolTally, cased_input, tally
 from punct.errors import PunctInputError
 from punct.export.backends import backend_model, check_backend, choose_backend
 from punct.export.system import System, load_system
@@ -44,7 +44,7 @@ from punct.infer.casing import CaseKeeper
 from punct.infer.inputs import record_words
 from punct.infer.quiet import set_loading_verbosity
 from punct.infer.scores import confidence
-from punct.infer.stream import Document, InputWord, Segment, plain_words
+from punct.infer.stream import Document, InputWord, Segment, text_input_words
 from punct.infer.stream import Restorer as Engine
 from punct.infer.subtitles import sentences
 from punct.labels import CANONICAL, OPENING_LABELS
@@ -191,7 +191,9 @@ class Restorer:
         self._count(counter)
         out: list[Word] = []
         for seg in self._restore_cased([doc], keep_case):
-            probs = seg.probs if scores and seg.probs is not None else [None] * len(seg.rows)
+            probs = seg.probs if scores else None
+            if probs is None:
+                probs = [None] * len(seg.rows)
             out.extend(_word(row, p) for row, p in zip(seg.rows, probs, strict=True))
         return out
 
@@ -262,7 +264,7 @@ class Restorer:
         if not isinstance(text, str):
             raise TypeError(f"documents must be str, got {type(text).__name__}")
         with _casing(keep_case):
-            return plain_words(split_words(text))
+            return text_input_words(text)
 
 
 def _finite(value: float) -> float:

@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 
 from punct.bin import bench_restore
-from punct.engine.symbols import is_foreign, is_passthrough
+from punct.engine.symbols import cased_input, is_foreign, is_passthrough, split_tokens, tally
 from punct.infer.casing import CaseStats, _cased_letters, marked_case
-from punct.labels import CANONICAL, OPENING_LABELS, written
+from punct.infer.stream import plain_words, text_input_words
+from punct.labels import CANONICAL, MARK_CHARS, OPENING_LABELS, strip_edge_marks, written
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "iwslt2012"
 WORDS = ["hello", "a", "I", "Hello", "USA", "iPhone", "McDonald", "x-men", "don't", "o’clock",
@@ -35,6 +36,30 @@ def test_casing_shortcuts_as_defined(word: str) -> None:
     want = (int(any(ch.isupper() for ch in letters)), int(len(letters) >= 2),
             int(len(letters) >= 2 and all(ch.isupper() for ch in letters)))
     assert (stats.capital, stats.long_words, stats.all_caps) == want
+
+
+@pytest.mark.parametrize("cased", [False, True])
+def test_token_split_as_defined(cased: bool) -> None:
+    """A token of letters and digits alone has no mark to strip (no mark is one), and
+    the words of a text come out classified once as the reader classified them."""
+    assert not any(ch.isalnum() for ch in MARK_CHARS)
+    tokens = [w for w in WORDS if w] + [f"{w}," for w in WORDS if w] + [
+        "“Hello,”", "U.S.", "(noise)", "[noise],", "—", "...", "<breath>."]
+    for token in tokens:
+        if token.isalnum():
+            assert strip_edge_marks(token) == ("", token, "")
+    text = " ".join(tokens)
+    with tally(None) as counter:
+        if cased:
+            with cased_input():
+                words, flags = split_tokens(text)
+                got = text_input_words(text)
+        else:
+            words, flags = split_tokens(text)
+            got = text_input_words(text)
+        want = plain_words(words)
+    assert got == want and [w.nonspeech for w in want] == flags
+    assert 0 < sum(flags) < len(flags) and counter.nonspeech > 0
 
 
 @pytest.mark.parametrize("punct", [(), ("COMMA",), ("OPEN_QUOTE", "PERIOD"),

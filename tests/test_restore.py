@@ -181,6 +181,40 @@ def test_long_document_blocks_equal_whole_document_decoding() -> None:
     assert segs[-1].doc_id == "short" and segs[-1].rows[0].form == "Stop"
 
 
+def test_blocks_with_nonspeech_tokens_keep_each_word_its_scores() -> None:
+    """Non-speech tokens spread over a long document cut into blocks: each speech row
+    gets the marks and probabilities of its word in a decoding of the speech words as
+    one document, and each non-speech row none."""
+    speech_words = list(_long_doc(103))
+    words: list[InputWord] = []
+    for i, w in enumerate(speech_words):
+        if i % 6 == 2 or i in (0, 102):  # at a block's edge too, and at both ends
+            words.append(InputWord("[noise]", None, None, None, True))
+        words.append(w)
+    words.append(InputWord("<breath>", None, None, None, True))
+    n = len(speech_words)
+    seq = WordSeq("long", [w.word for w in speech_words],
+                  np.array([np.nan if w.pause_after is None else w.pause_after
+                            for w in speech_words]),
+                  np.zeros((n, 3)), np.zeros(n, dtype=np.int64))
+    pred = predict_words(RuleModel(), WordFeaturizer(), [seq], 4, 2)
+    marks, _ = decide(pred, [seq], IWSLT.labels)
+    restorer = _restorer(batch_words=25, block_words=10, context_words=4)
+    segs = list(restorer.restore([Document("long", iter(words))]))
+    assert len(segs) > 5 and restorer.words_done == n
+    rows = [r for s in segs for r in s.rows]
+    probs = [p for s in segs for p in (s.probs or [])]
+    assert [r.idx for r in rows] == list(range(len(words))) and len(probs) == len(rows)
+    speech = [k for k, w in enumerate(words) if not w.nonspeech]
+    for k, w in enumerate(words):
+        if w.nonspeech:
+            assert probs[k] is None and rows[k].punct == () and rows[k].form == w.word
+    assert [rows[k].punct for k in speech] == [
+        tuple(lab for lab, on in zip(IWSLT.labels, m, strict=True) if on) for m in marks]
+    got = np.array([[probs[k][lab] for lab in IWSLT.labels] for k in speech])
+    assert np.array_equal(got, pred.punct)
+
+
 def test_unbounded_document_is_processed_in_bounded_memory() -> None:
     """Words come out long before the (very long) input ends; the buffer stays small."""
     consumed = 0

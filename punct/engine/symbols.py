@@ -166,22 +166,32 @@ def split_words(text: str) -> list[str]:
     """Words of ``text`` for restoring: known marks stripped from token edges, ordinary
     words lower-cased (kept as written inside ``cased_input()``), pass-through words
     (foreign symbols) and non-speech tokens kept exactly."""
+    return split_tokens(text)[0]
+
+
+def split_tokens(text: str) -> tuple[list[str], list[bool]]:
+    """``split_words`` of ``text`` and, for each word, whether it is a non-speech token
+    of the active map (so that a reader need not ask again)."""
     out: list[str] = []
+    flags: list[bool] = []
     counter = _ACTIVE.get()
     ns_map = active_map()
     cased = _CASED.get()
     is_nonspeech = ns_map.is_nonspeech
     for token in text.split():
-        core, trail = strip_edge_marks(token)[1:]
+        # no mark is a letter or digit: a token of those alone (most) has none to strip
+        core, trail = (token, "") if token.isalnum() else strip_edge_marks(token)[1:]
         whole = is_nonspeech(token)
         if whole or (core and core != token and is_nonspeech(core)):
             kept = token if whole else core
             out.append(kept)
+            flags.append(True)
             if counter is not None:
                 counter.add_nonspeech(kept)
             continue
         if not core:
             continue
+        flags.append(False)
         if is_passthrough(core):
             out.append(core)
             if counter is not None:
@@ -191,4 +201,4 @@ def split_words(text: str) -> list[str]:
             out.append(core + "." if dot else core)
         else:
             out.append(core.lower())
-    return out
+    return out, flags

@@ -43,7 +43,7 @@ from punct.data.textgrid import read_textgrid, textgrid_words
 from punct.data.timed import TimedWord, iter_pauses
 from punct.engine.symbols import count_overlap, is_nonspeech_word, split_words
 from punct.errors import MissingDataError, PunctInputError
-from punct.infer.stream import Document, InputWord, plain_words
+from punct.infer.stream import Document, InputWord, plain_words, text_input_words
 
 FORMATS = ("text", "ctm", "textgrid", "jsonl")
 
@@ -135,8 +135,7 @@ def with_pauses(words: Iterable[TimedWord], end_of_audio: float | None, doc_id: 
 def read_text(stream: BinaryIO, name: str) -> Iterator[Document]:
     """One document per line (an empty line is an empty document)."""
     for lineno, text in iter_lines(stream, name):
-        words = plain_words(text_words(text, name, lineno))
-        yield Document(f"{name}:{lineno}", words)
+        yield Document(f"{name}:{lineno}", text_input_words(text))
 
 
 # ----------------------------------------------------------------------------- ctm
@@ -233,7 +232,7 @@ def record_words(obj: dict[str, Any], name: str, line: int) -> list[InputWord]:
     if "text" in obj:
         if not isinstance(obj["text"], str):
             raise PunctInputError("'text' must be a string", name, line)
-        return plain_words(text_words(obj["text"], name, line))
+        return text_input_words(obj["text"])
     words = obj.get("words")
     if not isinstance(words, list):
         raise PunctInputError("a record needs 'text' (a string) or 'words' (a list)", name, line)

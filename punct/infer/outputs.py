@@ -72,7 +72,8 @@ def write_segments(segments: Iterable[Segment], out: TextIO, fmt: str = "text",
                 out.write(format_row(r) + "\n")
         else:
             held.extend(seg.rows)
-            held_probs.extend(seg.probs if seg.probs is not None else [None] * len(seg.rows))
+            probs = seg.probs
+            held_probs.extend(probs if probs is not None else [None] * len(seg.rows))
             if seg.last:
                 record = {"id": seg.doc_id, "text": render_rows(held),
                           "sentences": sentences(held),

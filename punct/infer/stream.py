@@ -26,6 +26,7 @@ previous one ended in, and only the last block must end with a final mark.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
@@ -34,8 +35,14 @@ import numpy as np
 import torch
 
 from punct.engine.constraints import Edges
-from punct.engine.decode import DecodeSettings, MarkSets, decide, predict_words
-from punct.engine.symbols import active_map, is_passthrough
+from punct.engine.decode import (
+    DecodeSettings,
+    MarkSets,
+    WordPredictions,
+    decide,
+    predict_words,
+)
+from punct.engine.symbols import active_map, is_passthrough, split_tokens
 from punct.errors import PunctInputError
 from punct.labels import CAP_LABELS, LabelSet, apply_cap
 from punct.models.base import Featurizer, PunctModel, WordSeq
@@ -61,6 +68,13 @@ def plain_words(words: Iterable[str]) -> list[InputWord]:
     return [InputWord(w, None, None, None, is_nonspeech(w)) for w in words]
 
 
+def text_input_words(text: str) -> list[InputWord]:
+    """The untimed input words of a text (``split_tokens``: each word classified once)."""
+    words, nonspeech = split_tokens(text)
+    return [InputWord(w, None, None, None, flag)
+            for w, flag in zip(words, nonspeech, strict=True)]
+
+
 @dataclass
 class Document:
     """A document (a line of text, a CTM recording, a TextGrid, a JSONL record)."""
@@ -68,6 +82,28 @@ class Document:
     doc_id: str
     words: Iterable[InputWord]
     lang: str | None = None
+
+
+@dataclass(frozen=True)
+class RowScores:
+    """The model's probability of every mark label for the rows of a segment: ``values``
+    (speech rows, labels) in row order; ``speech``: where those rows are among the
+    segment's ``n_rows`` rows (None: all of them; a non-speech token's row has none)."""
+
+    labels: tuple[str, ...]
+    values: np.ndarray
+    n_rows: int
+    speech: list[int] | None = None
+
+    def dicts(self) -> list[dict[str, float] | None]:
+        """Per row, label -> probability (None for a non-speech token's row)."""
+        per_row = [dict(zip(self.labels, v, strict=True)) for v in self.values.tolist()]
+        if self.speech is None:
+            return list(per_row)
+        out: list[dict[str, float] | None] = [None] * self.n_rows
+        for pos, scores in zip(self.speech, per_row, strict=True):
+            out[pos] = scores
+        return out
 
 
 @dataclass
@@ -78,8 +114,15 @@ class Segment:
     rows: list[WordRow]
     first: bool = True
     last: bool = True
-    #: per row, the model's probability of every mark label (None for a non-speech token)
-    probs: list[dict[str, float] | None] | None = None
+    #: the model's probabilities for the rows (None where there are none)
+    scores: RowScores | None = field(default=None, repr=False)
+
+    @property
+    def probs(self) -> list[dict[str, float] | None] | None:
+        """Per row, the model's probability of every mark label (None for a non-speech
+        token's row); None without scores. Made on each call (only the writers that show
+        scores pay for the dictionaries): read it once."""
+        return None if self.scores is None else self.scores.dicts()
 
 
 @dataclass
@@ -161,14 +204,20 @@ class Restorer:
         n_labels = len(self.label_set.labels)
         seqs: list[WordSeq] = []
         offset = 0
-        slots: list[dict[int, int]] = []  # per unit: word index -> model position
+        # per unit: the indices of its speech words (None: all its words, the usual case)
+        speech_of: list[list[int] | None] = []
         spans: list[tuple[int, int, bool, bool]] = []  # per seq: own words, document edges
         for unit in units:
-            speech = [i for i, w in enumerate(unit.words) if not w.nonspeech]
-            slots.append({i: k for k, i in enumerate(speech)})
-            if not speech:
+            words = unit.words
+            lo, hi = unit.keep
+            speech = None
+            if any(w.nonspeech for w in words):
+                speech = [i for i, w in enumerate(words) if not w.nonspeech]
+                words = [words[i] for i in speech]
+                lo, hi = bisect_left(speech, lo), bisect_left(speech, hi)
+            speech_of.append(speech)
+            if not words:
                 continue
-            words = [unit.words[i] for i in speech]
             n = len(words)
             # None -> NaN (numpy's float conversion); one list per column
             pauses = np.array([w.pause_after for w in words], dtype=np.float32)
@@ -179,9 +228,7 @@ class Restorer:
                                np.zeros((n, n_labels), dtype=np.float32),
                                np.zeros(n, dtype=np.int64), offset, unit.lang, times=times)
             seqs.append(unit.seq)
-            lo, hi = unit.keep
-            spans.append((sum(i < lo for i in speech), sum(i < hi for i in speech),
-                          unit.first, unit.last))
+            spans.append((lo, hi, unit.first, unit.last))
             offset += n
         marks = caps = pred = None
         if seqs:
@@ -193,34 +240,49 @@ class Restorer:
             marks, caps = decide(pred, seqs, self.label_set.labels, st.threshold,
                                  st.exclusive, st.combinations, st.constraints,
                                  Edges(spans, self._carry))
-        labels = self.label_set.labels
         chosen = None if marks is None else self._mark_sets.of_rows(marks)
-        for unit, slot in zip(units, slots, strict=True):
-            rows: list[WordRow] = []
-            probs: list[dict[str, float] | None] = []
-            lo, hi = unit.keep
-            seq = unit.seq
-            if seq is not None:
-                if chosen is None or caps is None or pred is None:
-                    raise RuntimeError("a unit with speech words was not decoded")
-                g0, g1 = seq.offset, seq.offset + len(seq)
-                unit_caps = [CAP_LABELS[c] for c in caps[g0:g1].tolist()]
-                unit_marks = chosen[g0:g1]
-                unit_probs = pred.punct[g0:g1].tolist()
-            for i in range(lo, hi):
-                w = unit.words[i]
-                if w.nonspeech:
-                    rows.append(WordRow(unit.doc_id, unit.doc_start + i, w.word.lower(), w.word,
-                                        (), "O", w.start, w.end, w.pause_after))
-                    probs.append(None)
-                    continue
-                k = slot[i]
-                cap = unit_caps[k]
-                form = w.word if is_passthrough(w.word) else apply_cap(w.word, cap)
-                rows.append(WordRow(unit.doc_id, unit.doc_start + i, w.word.lower(), form,
-                                    unit_marks[k], cap, w.start, w.end, w.pause_after))
-                probs.append(dict(zip(labels, unit_probs[k], strict=True)))
-            self.words_done += sum(1 for row_probs in probs if row_probs is not None)
+        for unit, speech in zip(units, speech_of, strict=True):
+            yield self._segment(unit, speech, chosen, caps, pred)
             unit.seq = None
-            yield Segment(unit.doc_id, rows, unit.first, unit.last, probs)
 
+    def _segment(self, unit: _Unit, speech: list[int] | None,
+                 chosen: list[tuple[str, ...]] | None, caps: np.ndarray | None,
+                 pred: WordPredictions | None) -> Segment:
+        """The rows of a decoded unit's own words (``speech``: the indices of its speech
+        words, None: all), with their probabilities."""
+        lo, hi = unit.keep
+        seq = unit.seq
+        if seq is None:  # only non-speech tokens
+            rows = [_nonspeech_row(unit, i) for i in range(lo, hi)]
+            return Segment(unit.doc_id, rows, unit.first, unit.last)
+        if chosen is None or caps is None or pred is None:
+            raise RuntimeError("a unit with speech words was not decoded")
+        # the unit's own speech words: positions k0..k1 of its sequence
+        k0, k1 = (lo, hi) if speech is None else (bisect_left(speech, lo),
+                                                 bisect_left(speech, hi))
+        g0, g1 = seq.offset + k0, seq.offset + k1
+        unit_caps = [CAP_LABELS[c] for c in caps[g0:g1].tolist()]
+        unit_marks = chosen[g0:g1]
+        doc_id, doc_start, words = unit.doc_id, unit.doc_start, unit.words
+        rows: list[WordRow] = []
+        for i in range(lo, hi):
+            w = words[i]
+            if w.nonspeech:
+                rows.append(_nonspeech_row(unit, i))
+                continue
+            k = i - lo if speech is None else bisect_left(speech, i) - k0
+            cap = unit_caps[k]
+            form = w.word if is_passthrough(w.word) else apply_cap(w.word, cap)
+            rows.append(WordRow(doc_id, doc_start + i, w.word.lower(), form, unit_marks[k],
+                                cap, w.start, w.end, w.pause_after))
+        self.words_done += k1 - k0
+        where = None if speech is None else [i - lo for i in speech[k0:k1]]
+        scores = RowScores(self.label_set.labels, pred.punct[g0:g1].copy(), len(rows), where)
+        return Segment(doc_id, rows, unit.first, unit.last, scores)
+
+
+def _nonspeech_row(unit: _Unit, i: int) -> WordRow:
+    """A non-speech token's row: written as it came, no mark, no capital."""
+    w = unit.words[i]
+    return WordRow(unit.doc_id, unit.doc_start + i, w.word.lower(), w.word, (), "O",
+                   w.start, w.end, w.pause_after)
