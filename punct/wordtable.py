@@ -17,9 +17,14 @@ COLUMNS: tuple[str, ...] = (
 )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class WordRow:
-    """One word of an utterance with its labels and (optional) timings in seconds."""
+    """One word of an utterance with its labels and (optional) timings in seconds.
+
+    Frozen; made once per word on every path (reading, restoring, scoring), so its
+    ``__init__`` fills the instance dictionary in one call instead of the nine
+    ``object.__setattr__`` calls of a generated frozen ``__init__`` (half the time; the
+    same fields and defaults, which tests/test_wordtable.py holds to the declared ones)."""
 
     utt_id: str
     idx: int
@@ -30,6 +35,12 @@ class WordRow:
     start: float | None = None
     end: float | None = None
     pause_after: float | None = None
+
+    def __init__(self, utt_id: str, idx: int, word: str, form: str, punct: tuple[str, ...],
+                 cap: str, start: float | None = None, end: float | None = None,
+                 pause_after: float | None = None) -> None:
+        self.__dict__.update(utt_id=utt_id, idx=idx, word=word, form=form, punct=punct,
+                             cap=cap, start=start, end=end, pause_after=pause_after)
 
     def with_timing(self, start: float | None, end: float | None,
                     pause_after: float | None) -> WordRow:

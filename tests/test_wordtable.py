@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
+import pickle
 from pathlib import Path
 
 import pytest
@@ -13,6 +16,7 @@ from punct.kaldi import read_kv, spk2utt_from_utt2spk, validate_data_dir, write_
 from punct.labels import normalise_text
 from punct.wordtable import (
     COLUMNS,
+    WordRow,
     read_word_table,
     render_rows,
     rows_from_text,
@@ -35,6 +39,28 @@ def write_dir(tmp_path: Path) -> Path:
     write_kv(data / "spk2utt", spk2utt_from_utt2spk(utt2spk))
     write_kv(data / "utt2lang", {u: u[:2] for u in utts})
     return data
+
+
+def test_word_row_init_is_the_declared_fields() -> None:
+    """WordRow's hand-written ``__init__`` takes the declared fields, in order, with
+    their defaults, and the row behaves as a generated frozen dataclass would."""
+    params = list(inspect.signature(WordRow.__init__).parameters.values())[1:]
+    fields = dataclasses.fields(WordRow)
+    assert [p.name for p in params] == [f.name for f in fields] == list(COLUMNS)
+    assert [p.default for p in params] == [
+        inspect.Parameter.empty if f.default is dataclasses.MISSING else f.default
+        for f in fields]
+    row = WordRow("u", 3, "hi", "Hi", ("COMMA",), "FIRST_CAP", 0.5, end=0.9)
+    assert dataclasses.astuple(row) == ("u", 3, "hi", "Hi", ("COMMA",), "FIRST_CAP", 0.5,
+                                        0.9, None)
+    assert row == WordRow(**dataclasses.asdict(row)) and hash(row) == hash(
+        dataclasses.replace(row))
+    assert dataclasses.replace(row, cap="O").cap == "O" and row.cap == "FIRST_CAP"
+    assert row.with_timing(1.0, 1.2, 0.1).pause_after == 0.1
+    assert pickle.loads(pickle.dumps(row)) == row
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        row.word = "x"  # type: ignore[misc]
+    assert "WordRow(utt_id='u', idx=3" in repr(row)
 
 
 def test_round_trip_and_render(tmp_path: Path) -> None:
