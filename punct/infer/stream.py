@@ -97,9 +97,10 @@ class RowScores:
 
     def dicts(self) -> list[dict[str, float] | None]:
         """Per row, label -> probability (None for a non-speech token's row)."""
-        per_row = [dict(zip(self.labels, v, strict=True)) for v in self.values.tolist()]
+        per_row: list[dict[str, float] | None] = [
+            dict(zip(self.labels, v, strict=True)) for v in self.values.tolist()]
         if self.speech is None:
-            return list(per_row)
+            return per_row
         out: list[dict[str, float] | None] = [None] * self.n_rows
         for pos, scores in zip(self.speech, per_row, strict=True):
             out[pos] = scores
@@ -214,7 +215,7 @@ class Restorer:
             if any(w.nonspeech for w in words):
                 speech = [i for i, w in enumerate(words) if not w.nonspeech]
                 words = [words[i] for i in speech]
-                lo, hi = bisect_left(speech, lo), bisect_left(speech, hi)
+                lo, hi = _speech_range(speech, lo, hi)
             speech_of.append(speech)
             if not words:
                 continue
@@ -257,9 +258,7 @@ class Restorer:
             return Segment(unit.doc_id, rows, unit.first, unit.last)
         if chosen is None or caps is None or pred is None:
             raise RuntimeError("a unit with speech words was not decoded")
-        # the unit's own speech words: positions k0..k1 of its sequence
-        k0, k1 = (lo, hi) if speech is None else (bisect_left(speech, lo),
-                                                 bisect_left(speech, hi))
+        k0, k1 = _speech_range(speech, lo, hi)  # positions of its own words in ``seq``
         g0, g1 = seq.offset + k0, seq.offset + k1
         unit_caps = [CAP_LABELS[c] for c in caps[g0:g1].tolist()]
         unit_marks = chosen[g0:g1]
@@ -279,6 +278,14 @@ class Restorer:
         where = None if speech is None else [i - lo for i in speech[k0:k1]]
         scores = RowScores(self.label_set.labels, pred.punct[g0:g1].copy(), len(rows), where)
         return Segment(doc_id, rows, unit.first, unit.last, scores)
+
+
+def _speech_range(speech: list[int] | None, lo: int, hi: int) -> tuple[int, int]:
+    """The unit's words ``lo..hi`` as positions among its speech words (``speech``: their
+    indices in order; None: every word is one)."""
+    if speech is None:
+        return lo, hi
+    return bisect_left(speech, lo), bisect_left(speech, hi)
 
 
 def _nonspeech_row(unit: _Unit, i: int) -> WordRow:
