@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 from collections.abc import Iterator
@@ -213,6 +214,11 @@ def test_blocks_with_nonspeech_tokens_keep_each_word_its_scores() -> None:
         tuple(lab for lab, on in zip(IWSLT.labels, m, strict=True) if on) for m in marks]
     got = np.array([[probs[k][lab] for lab in IWSLT.labels] for k in speech])
     assert np.array_equal(got, pred.punct)
+    again = list(_restorer(batch_words=25, block_words=10, context_words=4).restore(
+        [Document("long", iter(words))]))
+    assert again == segs and again[0].scores is not segs[0].scores
+    assert again[1] != dataclasses.replace(segs[1], scores=dataclasses.replace(
+        segs[1].scores, values=segs[1].scores.values + 1e-3))
 
 
 def test_unbounded_document_is_processed_in_bounded_memory() -> None:

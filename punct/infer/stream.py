@@ -84,16 +84,26 @@ class Document:
     lang: str | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class RowScores:
     """The model's probability of every mark label for the rows of a segment: ``values``
     (speech rows, labels) in row order; ``speech``: where those rows are among the
-    segment's ``n_rows`` rows (None: all of them; a non-speech token's row has none)."""
+    segment's ``n_rows`` rows (None: all of them; a non-speech token's row has none).
+    Equal when they hold the same numbers (so segments compare as they did with lists)."""
 
     labels: tuple[str, ...]
     values: np.ndarray
     n_rows: int
     speech: list[int] | None = None
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, RowScores):
+            return NotImplemented
+        return ((self.labels, self.n_rows, self.speech)
+                == (other.labels, other.n_rows, other.speech)
+                and np.array_equal(self.values, other.values, equal_nan=True))
+
+    __hash__ = None  # type: ignore[assignment]  # an array inside: not hashable
 
     def dicts(self) -> list[dict[str, float] | None]:
         """Per row, label -> probability (None for a non-speech token's row)."""
