@@ -54,6 +54,7 @@ from punct.models.nagy import NagyModel
 from punct.wordtable import read_word_table
 
 FAMILIES = {"autopunct": "iwslt4", "nagy": "full13", "courtland": "iwslt4"}
+AGGREGATION = {"autopunct": "mean", "nagy": "mean", "courtland": "sum"}  # as conf/model/
 MODEL_CLASSES: dict[str, type[PunctModel]] = {
     "autopunct": AutopunctModel, "nagy": NagyModel, "courtland": CourtlandModel}
 
@@ -159,7 +160,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     seqs = table_to_seqs(utts, ls)
     n_words = sum(len(s) for s in seqs)
     stride = stride_for(args.window, args.per_token)
-    aggregate = "sum" if args.family == "courtland" else "mean"
+    aggregate = AGGREGATION[args.family]
     with tempfile.TemporaryDirectory() as tmp:
         feat = make_featurizer(args.family, utts, args.vocab, args.window, Path(tmp))
     model = stub_model(args.family, len(ls.labels), ls.exclusive)

@@ -27,6 +27,7 @@ from typing import Any
 import torch
 
 from punct.bin.bench_engine import (
+    AGGREGATION,
     FAMILIES,
     add_stub_arguments,
     emit,
@@ -39,7 +40,7 @@ from punct.engine.decode import DecodeSettings
 from punct.engine.symbols import cased_input, tally
 from punct.infer.casing import CaseKeeper
 from punct.infer.inputs import read_text
-from punct.infer.outputs import FORMATS, write_segments
+from punct.infer.outputs import FORMATS, SUBTITLE_FORMATS, write_segments
 from punct.infer.stream import Restorer
 from punct.labels import get_label_set
 
@@ -51,8 +52,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--iwslt", action="append", required=True,
                         help="IWSLT 2012 Che TSV file (repeatable)")
     add_stub_arguments(parser)
-    parser.add_argument("--format", choices=FORMATS[:4], default="text",
-                        help="output format (text, kaldi, jsonl, table)")
+    parser.add_argument("--format", choices=[f for f in FORMATS if f not in SUBTITLE_FORMATS],
+                        default="text", help="output format (subtitles need timed words)")
     parser.add_argument("--reps", type=int, default=3, help="timed runs")
     parser.add_argument("--json", help="also write the result here")
     return parser
@@ -71,7 +72,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         feat = make_featurizer(args.family, utts, args.vocab, args.window, Path(tmp))
     model = stub_model(args.family, len(ls.labels), ls.exclusive)
     settings = DecodeSettings(args.window, stride_for(args.window, args.per_token),
-                              args.batch_size, "sum" if args.family == "courtland" else "mean",
+                              args.batch_size, AGGREGATION[args.family],
                               False, 0.5, ls.exclusive, None, not args.no_constraints)
 
     def restore() -> tuple[Restorer, str]:

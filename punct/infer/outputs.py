@@ -28,7 +28,8 @@ from punct.infer.stream import Segment
 from punct.infer.subtitles import SubtitleWriter, sentences
 from punct.wordtable import COLUMNS, WordRow, format_row, render_rows
 
-FORMATS = ("text", "kaldi", "jsonl", "table", "srt", "vtt")
+SUBTITLE_FORMATS = ("srt", "vtt")  # cues from timed words
+FORMATS = ("text", "kaldi", "jsonl", "table", *SUBTITLE_FORMATS)
 
 
 def _row_json(row: WordRow, probs: dict[str, float] | None = None) -> dict[str, Any]:
@@ -48,7 +49,7 @@ def write_segments(segments: Iterable[Segment], out: TextIO, fmt: str = "text",
     docs = 0
     held: list[WordRow] = []
     held_probs: list[dict[str, float] | None] = []
-    subs = SubtitleWriter(out, fmt == "vtt", **(cues or {})) if fmt in ("srt", "vtt") else None
+    subs = SubtitleWriter(out, fmt == "vtt", **(cues or {})) if fmt in SUBTITLE_FORMATS else None
     if fmt == "table":
         out.write("\t".join(COLUMNS) + "\n")
     for seg in segments:
