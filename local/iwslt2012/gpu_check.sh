@@ -63,7 +63,8 @@ if [ -n "$bundle" ]; then
   python -m punct.bin.pack_encoder --src "$bundle/encoder" --out /tmp/punct_encoder \
     --unpack || exit 1
   export PUNCT_ENCODER_DIR=/tmp/punct_encoder
-  tar xJf "$bundle/iwslt_data.tar.xz" -C "$recipe" || exit 1
+  # Python's tarfile, not tar: a bare image may lack the xz program
+  python -m tarfile -e "$bundle/iwslt_data.tar.xz" "$recipe" || exit 1
 fi
 
 { [ "$ngpu" -eq 0 ] || nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv
