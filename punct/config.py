@@ -43,6 +43,7 @@ LR_DECAYS = ("none", "linear", "cosine")
 EARLY_STOPPING = ("micro_f1", "loss")
 AGGREGATES = ("mean", "sum")
 DROPOUT_MASKS = ("auto", "bytes", "torch")
+COMPILE_MODES = ("off", "default", "reduce-overhead", "max-autotune")
 BF16_SETTINGS = (True, False, "auto", "on", "off")
 COMBINATION_RULES = ("all", "seen")
 OPTIMIZER_BASES = ("adamw", "adam", "adagrad", "sgd", "radam")
@@ -163,6 +164,10 @@ class TrainSection:
     # dropout masks: bytes (8 per random draw, punct.train.byte_dropout) | torch | auto
     # (bytes on the CPU, where torch's per-element draws cost a third of a bf16 step)
     dropout_masks: str = option("auto", choices=DROPOUT_MASKS)
+    # torch.compile of the training loss (punct.train.compiled): off | default |
+    # reduce-overhead | max-autotune (torch's modes; false/true: off/default); for GPUs,
+    # whose small-model steps wait on Python's kernel launches
+    compile: bool | str = option("off", choices=(False, True, *COMPILE_MODES))
     grad_clip: float = option(0.0, low=0.0)
     patience: int = option(3, low=0)
     min_epochs: int = option(0, low=0)
@@ -188,6 +193,8 @@ class TrainSection:
     def check(self) -> None:
         if self.stride > self.window:
             raise OptionError("stride", f"{self.stride} exceeds train.window {self.window}")
+        if isinstance(self.compile, bool):  # YAML reads off and on as booleans
+            self.compile = "default" if self.compile else "off"
 
 
 @dataclass

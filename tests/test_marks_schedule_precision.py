@@ -15,6 +15,7 @@ import torch
 import yaml
 from torch.nn import functional as F
 
+import punct.train.compiled as compiled
 from punct.bin import train_benchmark
 from punct.config import (
     DecodeSection,
@@ -305,6 +306,31 @@ def test_train_benchmark_reports_each_precision(data: Path, tmp_path: Path) -> N
     too_many = ["--config", str(cfg), "--data-dir", str(data / "dev"), "--out-dir", str(out),
                 "--steps", "1000"]
     assert train_benchmark.main(too_many) == 1
+
+
+def test_train_benchmark_compile_modes_extras_and_profile(
+        data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(compiled, "BACKEND", "aot_eager")  # no code generation (minutes)
+    cfg = tmp_path / "brnn.yaml"
+    cfg.write_text(yaml.safe_dump({
+        "family": "brnn", "label_set": "iwslt4", "featurizer": {"min_count": 1},
+        "model": {"hidden": 8},
+        "train": {"batch_size": 4, "window": 12, "stride": 12, "grad_clip": 1.0}}))
+    out, profile = tmp_path / "bench", tmp_path / "prof" / "steps.txt"
+    common = ["--config", str(cfg), "--data-dir", str(data / "train"), "--out-dir", str(out),
+              "--steps", "3", "--reps", "1", "--num-threads", "1", "--precisions", "fp32"]
+    assert train_benchmark.main([*common, "--compile", "off,default", "--trainer-extras",
+                                 "--warmup", "2", "--profile", str(profile)]) == 0
+    report = json.loads((out / "train_benchmark.json").read_text())
+    assert [(r["precision"], r["compile"]) for r in report["rows"]] == [
+        ("fp32", "off"), ("fp32", "default")]
+    assert report["device"] == "cpu" and report["trainer_extras"] is True
+    assert all(r["ms_per_step"] == pytest.approx(1000 * r["seconds"] / 3, abs=0.2)
+               for r in report["rows"])
+    table = profile.read_text()
+    assert "Self CPU" in table and "aten::" in table  # torch.profiler's table of the steps
+    assert "| fp32 | default |" in (out / "train_benchmark.md").read_text()
+    assert train_benchmark.main([*common, "--compile", "fastest"]) == 1
 
 
 def test_typed_sections_check_types_and_family_model_keys(tmp_path: Path) -> None:

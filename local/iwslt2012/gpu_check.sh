@@ -48,29 +48,11 @@ recipe=$root/egs/iwslt2012/punct1
 # shellcheck source=path.sh
 . "$root/path.sh"
 
-if [ -n "$bundle" ]; then
-  if ! command -v python > /dev/null; then  # only python3 there: a wrapper (not a link,
-    mkdir -p /tmp/punct_bin                  # which would lose a virtualenv's packages)
-    printf '#!/bin/sh\nexec %s "$@"\n' "$(command -v python3)" > /tmp/punct_bin/python
-    chmod +x /tmp/punct_bin/python
-    export PATH=/tmp/punct_bin:$PATH
-  fi
-  if [ -d "$bundle/whl" ]; then
-    python -m pip install -q --no-index --no-deps --no-compile --target /tmp/punct_site \
-      "$bundle"/whl/*.whl || exit 1
-    export PYTHONPATH=$PYTHONPATH:/tmp/punct_site
-  fi
-  python -m punct.bin.pack_encoder --src "$bundle/encoder" --out /tmp/punct_encoder \
-    --unpack || exit 1
-  export PUNCT_ENCODER_DIR=/tmp/punct_encoder
-  # Python's tarfile, not tar: a bare image may lack the xz program
-  python -m tarfile -e "$bundle/iwslt_data.tar.xz" "$recipe" || exit 1
-fi
+# shellcheck source=local/iwslt2012/gpu_lib.sh
+. "$root/local/iwslt2012/gpu_lib.sh"
+if [ -n "$bundle" ]; then gpu_unpack "$bundle" "$recipe" || exit 1; fi
 
-{ [ "$ngpu" -eq 0 ] || nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv
-  python -c 'import torch, transformers; print("torch", torch.__version__, "transformers",
-transformers.__version__, torch.cuda.is_available() and torch.cuda.get_device_name(0))'
-  grep -m1 "model name" /proc/cpuinfo; nproc; } > "$out/device.txt" 2>&1
+gpu_device_info "$ngpu" > "$out/device.txt" 2>&1
 
 # 3. the engine alone, on one host core, beside the GPU work
 (

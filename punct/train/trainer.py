@@ -67,6 +67,7 @@ from punct.train.checkpoint import (
     save_atomic,
     save_resumable,
 )
+from punct.train.compiled import loss_function
 from punct.train.dev_eval import evaluate, tune_dev_thresholds
 from punct.train.distributed import Dist, StepReduction, loss_weight, shard
 from punct.train.env import collect_env
@@ -272,6 +273,10 @@ class _Run:
         dist.broadcast_module(self.model)
         if dist.world_size > 1:  # independent dropout masks on each rank
             torch.manual_seed(self.seed + 7919 * (dist.rank + 1))
+        self.loss_function = loss_function(self.model, self.tcfg.compile)
+        if self.tcfg.compile != "off":
+            self.log(f"train.compile: {self.tcfg.compile} (torch.compile of the training "
+                     "loss; the first steps compile it)")
         self.optimizer = build_optimizer(self.model, self.tcfg.optimizer)
         window, stride = self.tcfg.window, self.tcfg.stride
         self.window, self.stride = window, stride
@@ -408,7 +413,7 @@ class _Run:
         if batch is not None:
             with torch.autocast(self.device.type, dtype=self.autocast or torch.float32,
                                 enabled=self.autocast is not None):
-                loss = self.model.loss(batch)
+                loss = self.loss_function(batch)
             nonfinite = not bool(torch.isfinite(loss))
             loss_value = float(loss.detach())
             if not nonfinite:

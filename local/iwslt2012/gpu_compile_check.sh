@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Training speed on one CUDA GPU per train.compile mode (punct.train.compile): nagy on the
+# IWSLT sets for EPOCHS epochs (default 3) with --ngpu 1, once per mode, each through
+# punct.bin.train with its own time limit (TRAIN_LIMIT seconds, default 110). Each mode's
+# train.log and history.json (the seconds of each epoch, dev evaluation included) go
+# under OUT_DIR, and OUT_DIR.tar.gz beside it: the one file to fetch from a remote machine.
+# Data, encoder and wheels as for local/iwslt2012/gpu_check.sh: --bundle DIR unpacks
+# what local/iwslt2012/gpu_bundle.sh packed; without it the IWSLT sets must be prepared.
+# Call it without a pipe (a pipe stays open while any child lives).
+# Usage: local/iwslt2012/gpu_compile_check.sh [--bundle DIR] OUT_DIR [MODES]
+#   MODES: default "off default reduce-overhead"; NGPU=0 runs the same on the CPU.
+set -uo pipefail
+usage="Usage: $0 [--bundle DIR] OUT_DIR [MODES]"
+bundle=""
+if [ "${1:-}" = --bundle ]; then
+  [ $# -ge 3 ] || { echo "$usage" >&2; exit 1; }
+  bundle=$(cd "$2" && pwd) || exit 1
+  shift 2
+fi
+[ $# -ge 1 ] || { echo "$usage" >&2; exit 1; }
+out=$(mkdir -p "$1" && cd "$1" && pwd) || exit 1
+modes=${2:-"off default reduce-overhead"}
+ngpu=${NGPU:-1}
+root=$(cd "$(dirname "$0")/../.." && pwd)
+recipe=$root/egs/iwslt2012/punct1
+# shellcheck source=path.sh
+. "$root/path.sh"
+# shellcheck source=local/iwslt2012/gpu_lib.sh
+. "$root/local/iwslt2012/gpu_lib.sh"
+if [ -n "$bundle" ]; then gpu_unpack "$bundle" "$recipe" || exit 1; fi
+cd "$recipe" || exit 1
+[ -f data/train/words.tsv ] || { echo "$0: no $recipe/data/train: prepare the sets" >&2; exit 1; }
+gpu_device_info "$ngpu" > "$out/device.txt" 2>&1
+for mode in $modes; do
+  exp=exp/compile_$mode
+  rm -rf "$exp"
+  start=$(date +%s)
+  timeout --kill-after=15 "${TRAIN_LIMIT:-110}" python -m punct.bin.train \
+    --config conf/model/nagy.yaml --train-dir data/train --dev-dir data/dev --exp-dir "$exp" \
+    --ngpu "$ngpu" --num-threads 2 --set "train.epochs=${EPOCHS:-3}" \
+    --set "train.compile=$mode" > "$out/train_$mode.out" 2>&1
+  echo "$mode: exit $? after $(($(date +%s) - start)) s" | tee -a "$out/summary.txt"
+  cp "$exp/train.log" "$out/train_$mode.log" 2>/dev/null
+  cp "$exp/history.json" "$out/history_$mode.json" 2>/dev/null
+done
+tar czf "$out.tar.gz" -C "$(dirname "$out")" "$(basename "$out")"
