@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 import torch
 from helpers.tiny import VOCAB  # noqa: F401  (the tiny_dir fixture reads the module's VOCAB)
-from test_nagy import raw, write_set
+from helpers.tiny import nagy_raw as raw
+from helpers.tiny import write_marked_set as write_set
 
 import punct.train.compiled as compiled
 from punct.config import Config, resolve_config

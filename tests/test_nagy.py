@@ -2,52 +2,30 @@
 
 from __future__ import annotations
 
-import random
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
-from helpers.tiny import MARKS, VOCAB, P, seq
+from helpers.tiny import VOCAB, P, seq  # noqa: F401  (tiny_dir reads the module's VOCAB)
+from helpers.tiny import nagy_raw as raw
+from helpers.tiny import write_marked_set as write_set
 from torch import nn
 
 from punct.config import Config, OptimizerSection, load_config, resolve_config
 from punct.engine.decode import load_experiment, predict_words
 from punct.errors import PunctInputError
-from punct.kaldi import mark_mid_stream
 from punct.models.base import Registry
 from punct.models.nagy import NagyModel, make_featurizer, make_model
 from punct.models.subword.featurizer import SubwordFeaturizer
 from punct.train.optim import build_optimizer
 from punct.train.trainer import train_experiment
-from punct.wordtable import WordRow, write_word_table
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def raw(encoder: Path, **model: object) -> dict:
-    return {"family": "nagy", "label_set": "iwslt4", "featurizer": {"encoder": str(encoder)},
-            "model": {"hidden": 24, "dropout": 0.0, **model}}
-
-
 def config(encoder: Path, **model: object) -> Config:
     return resolve_config(raw(encoder, **model))
-
-
-def write_set(path: Path, n: int, seed: int) -> None:
-    """yes -> COMMA, stop -> PERIOD, huh -> QUESTION, nothing elsewhere (stop and huh are
-    several pieces for the tiny tokenizer, so the slot must be their last piece)."""
-    rng = random.Random(seed)
-    utts = {}
-    for u in range(n):
-        uid = f"{path.name}{u:04d}"
-        words = [rng.choice([*VOCAB, "stop", "huh", "zebra"]) for _ in range(rng.randint(4, 9))]
-        utts[uid] = [WordRow(uid, i, w, w, MARKS.get(w, ()), "O", None, None, None)
-                     for i, w in enumerate(words)]
-    path.mkdir(parents=True, exist_ok=True)
-    write_word_table(path / "words.tsv", utts)
-    # random word strings whose last word has no final mark: blocks cut out of a stream
-    mark_mid_stream(path, "random word strings, not whole documents")
 
 
 def test_registered_and_slot_on_last_piece(tiny_dir: Path, tmp_path: Path) -> None:

@@ -3,6 +3,7 @@ and marks of the last-piece slot families' tests."""
 
 from __future__ import annotations
 
+import random
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -10,8 +11,10 @@ import numpy as np
 import torch
 
 from punct.config import resolve_config, save_config
+from punct.kaldi import mark_mid_stream
 from punct.labels import get_label_set
 from punct.models.base import Registry, WordSeq
+from punct.wordtable import WordRow, write_word_table
 
 # The last-piece slot families (Nagy, Courtland): iwslt4 labels, a tiny-BERT vocabulary in
 # which "stop", "huh" and "zebra" are several pieces, and the marks those words carry.
@@ -70,3 +73,25 @@ def tiny_autopunct_exp(root: Path, words: Sequence[str], bf16: str = "off") -> P
         "train": {"window": 16, "stride": 8},
         "decode": {"window": 16, "stride": 8, "batch_size": 4, "bf16": bf16},
     }, root / "exp", seed=0)
+
+
+def nagy_raw(encoder: Path, **model: object) -> dict:
+    """A tiny Nagy config (iwslt4) on the tiny BERT at ``encoder``."""
+    return {"family": "nagy", "label_set": "iwslt4", "featurizer": {"encoder": str(encoder)},
+            "model": {"hidden": 24, "dropout": 0.0, **model}}
+
+
+def write_marked_set(path: Path, n: int, seed: int) -> None:
+    """yes -> COMMA, stop -> PERIOD, huh -> QUESTION, nothing elsewhere (stop and huh are
+    several pieces for the tiny tokenizer, so the slot must be their last piece)."""
+    rng = random.Random(seed)
+    utts = {}
+    for u in range(n):
+        uid = f"{path.name}{u:04d}"
+        words = [rng.choice([*VOCAB, "stop", "huh", "zebra"]) for _ in range(rng.randint(4, 9))]
+        utts[uid] = [WordRow(uid, i, w, w, MARKS.get(w, ()), "O", None, None, None)
+                     for i, w in enumerate(words)]
+    path.mkdir(parents=True, exist_ok=True)
+    write_word_table(path / "words.tsv", utts)
+    # random word strings whose last word has no final mark: blocks cut out of a stream
+    mark_mid_stream(path, "random word strings, not whole documents")
