@@ -320,7 +320,8 @@ def test_train_benchmark_compile_modes_extras_and_profile(
     common = ["--config", str(cfg), "--data-dir", str(data / "train"), "--out-dir", str(out),
               "--steps", "3", "--reps", "1", "--num-threads", "1", "--precisions", "fp32"]
     assert train_benchmark.main([*common, "--compile", "off,default", "--trainer-extras",
-                                 "--warmup", "2", "--profile", str(profile)]) == 0
+                                 "--warmup", "2", "--profile", str(profile),
+                                 "--profile-steps", "2"]) == 0
     report = json.loads((out / "train_benchmark.json").read_text())
     assert [(r["precision"], r["compile"]) for r in report["rows"]] == [
         ("fp32", "off"), ("fp32", "default")]
@@ -329,6 +330,8 @@ def test_train_benchmark_compile_modes_extras_and_profile(
                for r in report["rows"])
     table = profile.read_text()
     assert "Self CPU" in table and "aten::" in table  # torch.profiler's table of the steps
+    step_rows = [line.split() for line in table.splitlines() if "Optimizer.step#" in line]
+    assert [row[-1] for row in step_rows] == ["2"]  # --profile-steps 2 optimizer steps
     assert "| fp32 | default |" in (out / "train_benchmark.md").read_text()
     assert train_benchmark.main([*common, "--compile", "fastest"]) == 1
 

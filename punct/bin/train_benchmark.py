@@ -18,7 +18,9 @@ CPU without native bf16 is emulated and much slower than fp32.
   finite-loss check and the loss read (two waits for the device) and gradient clipping
   at ``train.grad_clip``;
 - ``--profile FILE``: torch.profiler's table (top operations by host time, and the
-  device's) of one more run of the first row.
+  device's) of one more run of the first row, over its first ``--profile-steps`` steps
+  (default 10: on a GPU each launch becomes profiler events, and 100 steps took over
+  90 s to tabulate).
 Writes ``train_benchmark.json`` and ``train_benchmark.md``.
 """
 
@@ -75,6 +77,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="add the trainer's finite-loss check, loss read and grad clipping")
     p.add_argument("--profile", default=None, metavar="FILE",
                    help="write torch.profiler's table of one run of the first row")
+    p.add_argument("--profile-steps", type=int, default=10,
+                   help="steps of the profiled run (its first batches)")
     return p
 
 
@@ -194,8 +198,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if args.profile:
         precision, mode = combos[0]
         model.load_state_dict(initial)
-        time_steps(model, batches, tcfg.optimizer, precision, device, mode, args.warmup,
-                   grad_clip, Path(args.profile))
+        time_steps(model, batches[:max(args.profile_steps, 1)], tcfg.optimizer, precision,
+                   device, mode, args.warmup, grad_clip, Path(args.profile))
     flags = sorted(cpu_flags() & BF16_CPU_FLAGS)
     rows = [{"precision": p, "compile": m, "seconds": round(best[p, m], 3),
              "ms_per_step": round(1000 * best[p, m] / args.steps, 2),
