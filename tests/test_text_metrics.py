@@ -61,3 +61,44 @@ def test_asr_utterances_are_cut_at_reference_sentence_ends() -> None:
         ["hello", "the"], ["how", "you", "are"], ["fine"]]
     assert segments(ref, rows_from_text("u", "hello there how are you fine")) == [
         (ref, rows_from_text("u", "hello there how are you fine"))]
+
+
+def test_baseline_scores_are_kept_by_content_and_equal_a_fresh_computation(
+        tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import json
+
+    import punct.score.text_metrics as tmod
+
+    cache = tmp_path / tmod.BASELINE_CACHE
+    computed: list[list[str]] = []
+    real = tmod.corpus_scores
+
+    def counting(refs, hyps):
+        computed.append(list(hyps))
+        return real(refs, hyps)
+
+    monkeypatch.setattr(tmod, "corpus_scores", counting)
+    fresh = text_metrics(REF, REF)  # no cache: hypothesis and baseline both computed
+    assert len(computed) == 2
+    computed.clear()
+    first = text_metrics(REF, REF, cache)
+    # another system on the same set (its words the reference's: the same segments)
+    second = text_metrics(REF, {"a": rows_from_text("a", "hello world it is me"),
+                                "b": REF["b"]}, cache)
+    assert first == fresh and second["baseline"] == fresh["baseline"]
+    assert len(computed) == 3  # the baseline once, each hypothesis once
+    files = list(cache.iterdir())
+    assert len(files) == 1 and json.loads(files[0].read_text()) == fresh["baseline"]
+    # another reference: another key, computed afresh
+    other = {"a": rows_from_text("a", "Hello, there. It is me.")}
+    computed.clear()
+    assert text_metrics(other, other, cache)["baseline"] == tmod.text_metrics(other, other)[
+        "baseline"]
+    assert len(list(cache.iterdir())) == 2
+    # a damaged file is computed again (and mended); an unwritable folder only costs time
+    files[0].write_text("{not json")
+    assert text_metrics(REF, REF, cache) == fresh
+    assert json.loads(files[0].read_text()) == fresh["baseline"]
+    blocked = tmp_path / "file_not_dir"
+    blocked.write_text("")
+    assert text_metrics(REF, REF, blocked / "sub") == fresh

@@ -25,7 +25,7 @@ from punct.errors import MissingDataError, PunctInputError, report_error
 from punct.kaldi import read_utt2lang
 from punct.labels import LABEL_SETS, get_label_set
 from punct.score.metrics import DEFAULT_LANG_GROUPS, score_tables, speech_rows
-from punct.score.text_metrics import text_metrics
+from punct.score.text_metrics import BASELINE_CACHE, text_metrics
 from punct.wordtable import read_word_table
 
 FORMAT = "punct-scores/1"
@@ -95,7 +95,7 @@ def build_scores(args: argparse.Namespace) -> dict[str, Any]:
         "counts": {"utterances": metrics["all"]["utterances"],
                    "words": metrics["all"]["words"]},
         "metrics": metrics,
-        "text": text_metrics(ref, hyp),
+        "text": text_metrics(ref, hyp, ref_path.parent / BASELINE_CACHE),
         "decode": decode,
     }
 

@@ -13,13 +13,26 @@ EXCLAMATION), so each segment is a reference sentence and the hypothesis words a
 to it. TER's shift search costs about the square of the segment length, and a talk-long
 utterance with recognition errors took ~25 s (IWSLT, 1,000 words); shifts then stay
 within a sentence. Utterances with the reference's words stay whole, as before.
+
+The baseline depends on the reference alone, yet every system scored on a set paid for
+it again: TER's shift search on talk-long utterances is most of a decode job's scoring
+(about 11 s for IWSLT's test2011, test2011_full, dev and dev_asrsim on one core). With
+``cache_dir`` (the scorer passes ``.text_baseline/`` beside the reference word table)
+the baseline's scores are kept in a file named by a hash of exactly what they were
+computed from (sacrebleu's version, the metric options, every reference and baseline
+string), so a later system gets the same numbers without the search. A folder that
+cannot be written, or a damaged file, only means computing them again.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
+from punct.atomic import atomic_write_text
 from punct.data.word_align import align_words
 from punct.extras import require
 from punct.labels import SENTENCE_END
@@ -29,6 +42,13 @@ from punct.wordtable import WordRow, render_rows
 def _baseline_rows(rows: Sequence[WordRow]) -> list[WordRow]:
     return [WordRow(r.utt_id, r.idx, r.word, r.word, (), "O", r.start, r.end, r.pause_after)
             for r in rows]
+
+
+BASELINE_CACHE = ".text_baseline"
+"""The folder, beside a reference word table, that keeps its baseline's scores."""
+METRIC_OPTIONS = "BLEU() CHRF() TER(case_sensitive=True)"
+"""What ``corpus_scores`` computes (part of the baseline cache's key: change both)."""
+SCORE_KEYS = ("bleu", "chrf", "ter")
 
 
 def corpus_scores(refs: Sequence[str], hyps: Sequence[str]) -> dict[str, Any]:
@@ -65,14 +85,44 @@ def segments(ref: Sequence[WordRow], hyp: Sequence[WordRow]
     return out
 
 
-def text_metrics(ref: Mapping[str, Sequence[WordRow]], hyp: Mapping[str, Sequence[WordRow]]
-                 ) -> dict[str, Any]:
-    """BLEU/chrF/TER of the hypothesis and of the all-O baseline (utterances of ``ref``)."""
+def baseline_key(refs: Sequence[str], base: Sequence[str]) -> str:
+    """The name of the baseline's scores in the cache: a hash of all they depend on."""
+    sacrebleu = require("sacrebleu", "train", "BLEU/chrF/TER")
+    text = json.dumps([sacrebleu.__version__, METRIC_OPTIONS, list(refs), list(base)],
+                      ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:24]
+
+
+def baseline_scores(refs: Sequence[str], base: Sequence[str],
+                    cache_dir: Path | None = None) -> dict[str, Any]:
+    """``corpus_scores(refs, base)``, kept in ``cache_dir`` (module docstring)."""
+    if cache_dir is None:
+        return corpus_scores(refs, base)
+    path = cache_dir / f"{baseline_key(refs, base)}.json"
+    try:
+        cached = json.loads(path.read_text(encoding="utf-8"))
+        if isinstance(cached, dict) and all(key in cached for key in SCORE_KEYS):
+            return cached
+    except (OSError, ValueError):
+        pass  # not there yet, or damaged: computed again
+    scores = corpus_scores(refs, base)
+    try:
+        cache_dir.mkdir(exist_ok=True)
+        atomic_write_text(path, json.dumps(scores, ensure_ascii=False) + "\n")
+    except OSError:
+        pass  # a reference folder we may not write to: no cache
+    return scores
+
+
+def text_metrics(ref: Mapping[str, Sequence[WordRow]], hyp: Mapping[str, Sequence[WordRow]],
+                 cache_dir: Path | None = None) -> dict[str, Any]:
+    """BLEU/chrF/TER of the hypothesis and of the all-O baseline (utterances of ``ref``;
+    the baseline's kept in ``cache_dir`` when given)."""
     refs, hyps, base = [], [], []
     for utt, ref_rows in ref.items():
         for ref_part, hyp_part in segments(ref_rows, hyp.get(utt, [])):
             refs.append(render_rows(ref_part))
             hyps.append(render_rows(hyp_part))
             base.append(render_rows(_baseline_rows(ref_part)))
-    return {**corpus_scores(refs, hyps), "baseline": corpus_scores(refs, base),
+    return {**corpus_scores(refs, hyps), "baseline": baseline_scores(refs, base, cache_dir),
             "segments": len(refs)}
