@@ -43,3 +43,46 @@ def test_compile_check_usage_and_missing_bundle(tmp_path: Path) -> None:
     done = run("--bundle", str(tmp_path / "no_bundle"), str(out), script=COMPILE_SCRIPT)
     assert done.returncode == 1
     assert not out.exists()
+
+
+def test_gpu_unpack_makes_a_bundle_usable(tmp_path: Path) -> None:
+    """What gpu_bundle.sh packs, gpu_lib.sh's gpu_unpack unpacks: the float16 encoder back
+    to float32 (PUNCT_ENCODER_DIR), and the prepared sets with their hidden done markers
+    into the recipe, through Python's tarfile (no xz program needed)."""
+    import os
+    import sys
+    import tarfile
+
+    from helpers.tinybert import build_tiny_bert
+
+    from punct.bin import pack_encoder
+
+    bundle, recipe, tmp = tmp_path / "bundle", tmp_path / "recipe", tmp_path / "tmp"
+    for folder in (bundle, recipe, tmp):
+        folder.mkdir()
+    assert pack_encoder.main(["--src", str(build_tiny_bert(tmp_path / "enc")),
+                              "--out", str(bundle / "encoder")]) == 0
+    prepared = tmp_path / "prepared"
+    (prepared / "data" / "train").mkdir(parents=True)
+    (prepared / "data" / "train" / "words.tsv").write_text("the words\n", encoding="utf-8")
+    (prepared / ".stages").mkdir()
+    (prepared / ".stages" / "1.done").write_text("", encoding="utf-8")
+    with tarfile.open(bundle / "iwslt_data.tar.xz", "w:xz") as tar:
+        tar.add(prepared / "data" / "train", "data/train")
+        tar.add(prepared / ".stages", ".stages")
+    env = {**os.environ, "TMPDIR": str(tmp), "PYTHONPATH": str(REPO),
+           "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    lib = REPO / "local" / "iwslt2012" / "gpu_lib.sh"
+    script = (f'. "{lib}" && gpu_unpack "$1" "$2" && '
+              'echo "unpacked, PUNCT_ENCODER_DIR=$PUNCT_ENCODER_DIR"')
+    done = subprocess.run(["bash", "-c", script, "unpack", str(bundle), str(recipe)],
+                          capture_output=True, text=True, timeout=120, env=env, check=False)
+    assert done.returncode == 0, done.stderr
+    assert (recipe / "data" / "train" / "words.tsv").read_text() == "the words\n"
+    assert (recipe / ".stages" / "1.done").is_file()
+    assert f"unpacked, PUNCT_ENCODER_DIR={tmp / 'punct_encoder'}" in done.stdout
+    assert (tmp / "punct_encoder" / "model.safetensors").is_file()
+    (bundle / "iwslt_data.tar.xz").unlink()  # an incomplete bundle: a failed status
+    done = subprocess.run(["bash", "-c", script, "unpack", str(bundle), str(recipe)],
+                          capture_output=True, text=True, timeout=120, env=env, check=False)
+    assert done.returncode != 0 and "unpacked" not in done.stdout

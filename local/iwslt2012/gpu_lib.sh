@@ -3,28 +3,28 @@
 # network, `gpu_unpack BUNDLE RECIPE` makes what local/iwslt2012/gpu_bundle.sh packed in
 # BUNDLE usable there (the IWSLT sets go into the recipe folder RECIPE):
 #   python    a wrapper around python3 when only python3 is installed (not a link,
-#             which would lose a virtualenv's packages)
-#   whl/      installed into /tmp/punct_site, put on PYTHONPATH
-#   encoder/  unpacked to /tmp/punct_encoder, PUNCT_ENCODER_DIR
+#             which would lose a virtualenv's packages), in $TMPDIR/punct_bin
+#   whl/      installed into $TMPDIR/punct_site, put on PYTHONPATH
+#   encoder/  unpacked to $TMPDIR/punct_encoder, PUNCT_ENCODER_DIR ($TMPDIR: /tmp unset)
 #   iwslt_data.tar.xz  unpacked into RECIPE with Python's tarfile (a bare image may lack
 #             the xz program)
 # Returns non-zero on the first failure.
 gpu_unpack() {
-  local bundle=$1 recipe=$2
+  local bundle=$1 recipe=$2 tmp=${TMPDIR:-/tmp}
   if ! command -v python > /dev/null; then
-    mkdir -p /tmp/punct_bin
-    printf '#!/bin/sh\nexec %s "$@"\n' "$(command -v python3)" > /tmp/punct_bin/python
-    chmod +x /tmp/punct_bin/python
-    export PATH=/tmp/punct_bin:$PATH
+    mkdir -p "$tmp/punct_bin"
+    printf '#!/bin/sh\nexec %s "$@"\n' "$(command -v python3)" > "$tmp/punct_bin/python"
+    chmod +x "$tmp/punct_bin/python"
+    export PATH=$tmp/punct_bin:$PATH
   fi
   if [ -d "$bundle/whl" ]; then
-    python -m pip install -q --no-index --no-deps --no-compile --target /tmp/punct_site \
+    python -m pip install -q --no-index --no-deps --no-compile --target "$tmp/punct_site" \
       "$bundle"/whl/*.whl || return 1
-    export PYTHONPATH=$PYTHONPATH:/tmp/punct_site
+    export PYTHONPATH=$PYTHONPATH:$tmp/punct_site
   fi
-  python -m punct.bin.pack_encoder --src "$bundle/encoder" --out /tmp/punct_encoder \
+  python -m punct.bin.pack_encoder --src "$bundle/encoder" --out "$tmp/punct_encoder" \
     --unpack || return 1
-  export PUNCT_ENCODER_DIR=/tmp/punct_encoder
+  export PUNCT_ENCODER_DIR=$tmp/punct_encoder
   python -m tarfile -e "$bundle/iwslt_data.tar.xz" "$recipe" || return 1
 }
 
