@@ -47,8 +47,6 @@ def weights_from_checkpoint() -> Iterator[None]:
 class WordTypes(Protocol):
     """The distinct word forms a plan looked its words up in (``PieceTable``)."""
 
-    words: Sequence[str]  # the form of each type, in type order
-
     def type_flags(self, fact: Callable[[Sequence[str]], np.ndarray]) -> np.ndarray:
         """(types,) bool: ``fact`` of every type's form, computed once per type."""
         ...

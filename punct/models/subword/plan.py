@@ -60,6 +60,8 @@ def _ragged(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
 
 INPUTS = ("input_ids", "attention_mask", "word_ids", "pauses", "prev_pos", "utt_start")
 """The inputs of a decoding batch (``SubwordFeaturizer.collate`` without the targets)."""
+SLOT_FILL = {"word_ids": -1, "pauses": np.nan, "prev_pos": -1, "utt_start": 0.0}
+"""The value of the per-slot inputs at positions without a word's slot (as ``collate``)."""
 
 WALK_TOGETHER = 32
 """Sequences walked together, one window of each per array step, while at least this
@@ -162,7 +164,8 @@ class PiecePlan(WindowPlan):
                         mode="clip")
         word_ids = np.repeat(offsets - seq_start[:-1], lens) + np.arange(n_words)
         self.word_ids = word_ids  # each word's global index (flat order)
-        self.tracks = {"input_ids": pieces, "word_ids": _slot_track(size, -1, slot, word_ids)}
+        self.tracks = {"input_ids": pieces,
+                       "word_ids": _slot_track(size, SLOT_FILL["word_ids"], slot, word_ids)}
         # what the other inputs' tracks are made of (built when a batch first needs them)
         self._seqs, self._slot, self._size = seqs, slot, size
         self._seq_heads = seq_start[:-1][lens > 0]  # flat index of each utterance's start
@@ -174,20 +177,18 @@ class PiecePlan(WindowPlan):
             slot, size, heads = self._slot, self._size, self._seq_heads
             if key == "pauses":
                 seqs = self._seqs
-                pauses = (np.concatenate([s.pauses for s in seqs]).astype(np.float32, copy=False)
+                values = (np.concatenate([s.pauses for s in seqs]).astype(np.float32, copy=False)
                           if seqs else np.zeros(0, dtype=np.float32))
-                self.tracks[key] = _slot_track(size, np.nan, slot, pauses)
             elif key == "utt_start":
-                utt_start = np.zeros(len(slot), dtype=np.float32)
-                utt_start[heads] = 1.0
-                self.tracks[key] = _slot_track(size, 0.0, slot, utt_start)
+                values = np.zeros(len(slot), dtype=np.float32)
+                values[heads] = 1.0
             elif key == "prev_pos":
-                prev_slot = np.empty_like(slot)  # the previous word's slot (track index)
-                prev_slot[1:] = slot[:-1]
-                prev_slot[heads] = -1
-                self.tracks[key] = _slot_track(size, -1, slot, prev_slot)
+                values = np.empty_like(slot)  # the previous word's slot (track index)
+                values[1:] = slot[:-1]
+                values[heads] = -1
             else:
                 raise KeyError(f"no input {key!r} in a piece plan (known: {', '.join(INPUTS)})")
+            self.tracks[key] = _slot_track(size, SLOT_FILL[key], slot, values)
         return self.tracks[key]
 
     def word_types(self) -> tuple[np.ndarray, np.ndarray, PieceTable]:
@@ -246,8 +247,7 @@ class PiecePlan(WindowPlan):
         sep = base + lengths - 1
         padding = _ragged(sep + 1, row_width - lengths)
         edges = np.concatenate([base, sep, padding])  # [CLS], [SEP] and padding
-        for key, value in (("word_ids", -1), ("pauses", np.nan), ("prev_pos", -1),
-                           ("utt_start", 0.0)):
+        for key, value in SLOT_FILL.items():
             if key in out:
                 out[key][edges] = value
         sp = self.specials
