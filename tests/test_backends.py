@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -28,6 +30,7 @@ from punct.export.system import load_system
 from punct.wordtable import WordRow, write_word_table
 
 WORDS = [*VOCAB, "stop", "huh"]
+ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
@@ -208,6 +211,56 @@ def test_bench_reports_the_cpu_and_torch_int8(tiny: tuple[Path, Path], tmp_path:
     assert doc["cpu"] and isinstance(doc["cpu_flags"], list)
     assert [r["backend"] for r in doc["backends"]] == ["torch-fp32", "torch-int8"]
     assert doc["backends"][1]["decisions_differ"] <= 0.05
+    assert doc["int8_engine"] == torch.backends.quantized.engine
+
+
+@pytest.mark.skipif("onednn" not in torch.backends.quantized.supported_engines,
+                    reason="torch built without oneDNN's int8 kernels")
+def test_bench_int8_on_onednn_held_to_avx2(tiny: tuple[Path, Path], tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str],
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--int8-engine onednn`` quantises for oneDNN's kernels, the report names the engine
+    and the kernel limits in force, and the process's engine is given back."""
+    exp, dev = tiny
+    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "AVX2")
+    before = torch.backends.quantized.engine
+    out = tmp_path / "bench.json"
+    argv = ["--model", str(exp), "--data-dir", str(dev), "--backends", "torch-fp32,torch-int8",
+            "--num-threads", "1", "--int8-engine", "onednn", "-o", str(out)]
+    assert bench_backends.main(argv) == 0
+    assert "int8 engine onednn; kernel limits: ONEDNN_MAX_CPU_ISA=AVX2" in capsys.readouterr().out
+    doc = json.loads(out.read_text(encoding="utf-8"))
+    assert doc["int8_engine"] == "onednn"
+    assert doc["kernel_limits"]["ONEDNN_MAX_CPU_ISA"] == "AVX2"
+    int8 = doc["backends"][1]
+    assert int8["backend"] == "torch-int8" and 0 < int8["max_abs_diff"] < 0.2
+    assert int8["decisions_differ"] <= 0.05
+    assert torch.backends.quantized.engine == before
+
+
+def test_bench_cpu_kinds_script(tiny: tuple[Path, Path], tmp_path: Path) -> None:
+    """utils/bench_cpu_kinds.sh holds every kernel library to AVX2 for the ``avx2`` kind
+    (fbgemm too) and writes one record per kind, engine and round; an unknown kind is
+    refused before anything runs."""
+    exp, dev = tiny
+    script = ROOT / "utils" / "bench_cpu_kinds.sh"
+    env = {**os.environ, "KINDS": "avx2", "ENGINES": "x86"}
+    done = subprocess.run([str(script), str(exp), str(dev), str(tmp_path / "out"), "1"],
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["avx2_x86_1.json"]
+    doc = json.loads((tmp_path / "out" / "avx2_x86_1.json").read_text(encoding="utf-8"))
+    assert doc["kernel_limits"] == {"ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2",
+                                    "MKL_ENABLE_INSTRUCTIONS": "AVX2",
+                                    "FBGEMM_ENABLE_INSTRUCTIONS": "AVX2",
+                                    "PUNCT_NATIVE_BF16": "0"}
+    assert doc["int8_engine"] == "x86" and doc["threads"] == 1
+    assert [r["backend"] for r in doc["backends"]] == ["torch-fp32", "torch-int8"]
+    bad = subprocess.run([str(script), str(exp), str(dev), str(tmp_path / "bad")],
+                         env={**env, "KINDS": "avx2 zen5"}, capture_output=True, text=True,
+                         timeout=60)
+    assert bad.returncode == 1 and "unknown CPU kind 'zen5'" in bad.stderr
+    assert not any((tmp_path / "bad").iterdir())
 
 
 def test_decode_runs_torch_int8(tiny: tuple[Path, Path], tmp_path: Path) -> None:

@@ -316,6 +316,35 @@ def test_rule_caps_vectorised_as_the_loop() -> None:
                           reference_rule_caps(marks, seqs, labels))
 
 
+@pytest.mark.parametrize("case", ["in_order", "passthrough", "empty_utterances", "shuffled"])
+def test_rule_caps_in_order_shortcut_as_the_loop(case: str) -> None:
+    """Words in order with none passed through take a shortcut; pass-through words, empty
+    utterances and utterances out of order take the general path: both as the loop."""
+    rng = np.random.default_rng(1)
+    labels = get_label_set("full13").labels
+    seqs = iwslt_seqs("test2011", "full13", 3000)[:60]
+    if case == "passthrough":  # a symbol at some utterance heads and after some ends
+        for seq in [s for s in seqs if len(s)][::3]:
+            seq.words[0] = "🙂"
+            seq.words[len(seq) // 2] = "[noise]"
+    if case == "empty_utterances":
+        seqs = [s for seq in seqs for s in (seq, dataclasses.replace(seq, words=[]))]
+    offset = 0
+    for seq in seqs:
+        seq.offset, offset = offset, offset + len(seq)
+    if case == "shuffled":
+        seqs = [seqs[k] for k in rng.permutation(len(seqs))]
+    marks = rng.random((offset, len(labels))) < 0.1
+    want = reference_rule_caps(marks, seqs, labels)
+    assert np.array_equal(rule_caps(marks, seqs, labels), want)
+    through = np.zeros(offset, dtype=bool)
+    for seq in seqs:
+        through[seq.offset:seq.offset + len(seq)] = passthrough_flags(seq.words)
+    assert through.any() == (case == "passthrough")
+    assert np.array_equal(rule_caps(marks, seqs, labels, through), want)
+    assert (want == 1).sum() > len(seqs) // 2
+
+
 def test_bench_engine_reports_both_engines_identical(tmp_path: Path,
                                                      capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "bench.json"

@@ -9,13 +9,21 @@ backend: words/s (model time, after one warm-up pass), micro-F1 and cap micro-F1
 the reference, and, against the first backend (torch fp32), the largest absolute
 difference of the probabilities and the share of words whose decisions differ. The
 report starts with the CPU model and its flags that matter here (bf16, int8 dot
-products). The onnx backends need ``model.onnx`` (``punct-export --onnx --quantize``).
+products), the engine of torch's int8 kernels, and any limit set on the kernels' instruction
+sets. The onnx backends need ``model.onnx`` (``punct-export --onnx --quantize``).
+
+A CPU without bf16 or int8 dot products (e.g. an AMD EPYC of the Zen 2 or 3 generation:
+AVX2 only) can be imitated on a newer one: torch's, oneDNN's and MKL's kernels are held to
+AVX2 by ``ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2 MKL_ENABLE_INSTRUCTIONS=AVX2
+FBGEMM_ENABLE_INSTRUCTIONS=AVX2`` (the last for fbgemm, the int8 kernels of torch's default
+engine on x86; ``--int8-engine onednn`` runs them on oneDNN instead).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -32,6 +40,9 @@ DEFAULT = "torch-fp32,torch-bf16,torch-int8,onnx-fp32,onnx-int8"
 #: the CPU flags that decide between bf16, int8 and fp32
 SPEED_FLAGS = ("avx2", "avx512f", "avx512_vnni", "avx_vnni", "avx512_bf16", "amx_bf16",
                "amx_int8")
+#: environment variables that hold kernels to an older instruction set (or bf16 off)
+KERNEL_LIMITS = ("ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA", "MKL_ENABLE_INSTRUCTIONS",
+                 "FBGEMM_ENABLE_INSTRUCTIONS", "PUNCT_NATIVE_BF16")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -44,6 +55,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help=f"comma-separated, first = reference (default: {DEFAULT})")
     parser.add_argument("--num-threads", type=int, default=None, help="torch/onnx threads")
     parser.add_argument("--repeat", type=int, default=1, help="timed passes (best kept)")
+    parser.add_argument("--int8-engine", default=None,
+                        choices=torch.backends.quantized.supported_engines,
+                        help="torch's engine of int8 kernels (default: torch's choice, "
+                             f"{torch.backends.quantized.engine} here)")
     parser.add_argument("-o", "--output", default=None, help="JSON results file")
     return parser
 
@@ -52,7 +67,9 @@ def machine() -> dict[str, Any]:
     """The CPU model, its speed-relevant flags and the threads in use."""
     flags = cpu_flags()
     return {"cpu": cpu_model(), "cpu_flags": [f for f in SPEED_FLAGS if f in flags],
-            "threads": torch.get_num_threads()}
+            "threads": torch.get_num_threads(),
+            "int8_engine": torch.backends.quantized.engine,
+            "kernel_limits": {k: os.environ[k] for k in KERNEL_LIMITS if k in os.environ}}
 
 
 def table(rows: list[dict]) -> str:
@@ -70,15 +87,21 @@ def table(rows: list[dict]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    engine = torch.backends.quantized.engine
     try:
         set_num_threads(args.num_threads)
+        torch.backends.quantized.engine = args.int8_engine or engine
         info = machine()
         system = load_system(args.model, "cpu")
         rows = measure_backends(system, args.data_dir, args.backends.split(","), args.repeat)
     except PunctInputError as err:
         return report_error("bench_backends", err)
+    finally:
+        torch.backends.quantized.engine = engine  # the process's choice, as it was
     flags = " ".join(info["cpu_flags"]) or f"none of {', '.join(SPEED_FLAGS)}"
-    print(f"cpu: {info['cpu']}; flags: {flags}; threads {info['threads']}")
+    limits = " ".join(f"{k}={v}" for k, v in info["kernel_limits"].items()) or "none"
+    print(f"cpu: {info['cpu']}; flags: {flags}; threads {info['threads']}; "
+          f"int8 engine {info['int8_engine']}; kernel limits: {limits}")
     print(table(rows))
     if args.output:
         doc = {**info, "data_dir": args.data_dir, "backends": rows}

@@ -57,17 +57,23 @@ def cap_terms(mode: str, c: np.ndarray, logits: np.ndarray | None) -> np.ndarray
     return logits if logits is not None else np.log(np.clip(c, EPS, 1.0))
 
 
+def mean_divisor(counts: np.ndarray) -> np.ndarray:
+    """The prediction counts as float64 divisors of the ``mean`` rule; a word never
+    predicted is an error."""
+    missing = np.flatnonzero(counts == 0)
+    if missing.size:
+        raise ValueError(f"{missing.size} words were never predicted (first: {missing[0]})")
+    return counts.astype(np.float64)
+
+
 def finish(mode: str, exclusive: bool, punct: np.ndarray, cap: np.ndarray | None,
            counts: np.ndarray, owned: bool = False
            ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
     """Per-word probabilities from the accumulated sums and the prediction counts;
     every word must have been predicted at least once. ``owned``: the sums are the
     caller's to overwrite (``mean`` divides them in place: no second array)."""
-    missing = np.flatnonzero(counts == 0)
-    if missing.size:
-        raise ValueError(f"{missing.size} words were never predicted (first: {missing[0]})")
+    per_word = mean_divisor(counts)[:, None]
     if mode == "mean":
-        per_word = counts.astype(np.float64)[:, None]
         if owned:
             out = np.divide(punct, per_word, out=punct)
             out_cap = None if cap is None else np.divide(cap, per_word, out=cap)
@@ -198,9 +204,14 @@ class SlotAggregator:
         ids = np.concatenate(self._ids)
         counts = np.bincount(ids, minlength=self.n_words).astype(np.int64, copy=False)
         punct, cap, punct_logits, cap_logits = (self._column(k) for k in range(4))
-        acc = ordered_sums(ids, self._terms(punct, punct_logits, True), self.n_words)
+        # the mean divides each column's sums as they are copied out: one pass less
+        divisor = mean_divisor(counts) if self.mode == "mean" else None
+        acc = ordered_sums(ids, self._terms(punct, punct_logits, True), self.n_words, divisor)
         acc_cap = (None if cap is None and cap_logits is None else
-                   ordered_sums(ids, self._terms(cap, cap_logits, False), self.n_words))
+                   ordered_sums(ids, self._terms(cap, cap_logits, False), self.n_words,
+                                divisor))
+        if divisor is not None:
+            return acc, acc_cap, counts
         return finish(self.mode, self.exclusive, acc, acc_cap, counts, owned=True)
 
     def _terms(self, probs: np.ndarray | None, logits: np.ndarray | None, marks: bool
@@ -216,13 +227,20 @@ class SlotAggregator:
         return punct_terms("sum", self.exclusive, p, None) if marks else cap_terms("sum", p, None)
 
 
-def ordered_sums(ids: np.ndarray, terms: np.ndarray, n_words: int) -> np.ndarray:
+def ordered_sums(ids: np.ndarray, terms: np.ndarray, n_words: int,
+                 divisor: np.ndarray | None = None) -> np.ndarray:
     """(N, C): per word, the sum of its rows of ``terms`` added one by one in their order
     of appearance, starting from 0.0 (the exact float64 sums of ``np.add.at``):
     ``np.bincount`` with weights adds in that order (in float64, whatever the weights'
     float dtype), one column at a time (fastest when ``terms`` has contiguous columns).
-    The result has contiguous columns: the per-word decisions compare whole columns."""
+    ``divisor`` (N,) float64: each word's sums divided by it (the same quotients as
+    dividing the finished sums). The result has contiguous columns: the per-word
+    decisions compare whole columns."""
     out = np.empty((terms.shape[1], n_words), dtype=np.float64)
     for k in range(terms.shape[1]):
-        out[k] = np.bincount(ids, weights=terms[:, k], minlength=n_words)
+        sums = np.bincount(ids, weights=terms[:, k], minlength=n_words)
+        if divisor is None:
+            out[k] = sums
+        else:
+            np.divide(sums, divisor, out=out[k])
     return out.T

@@ -280,6 +280,19 @@ def rule_caps(marks: np.ndarray, seqs: Sequence[WordSeq], labels: Sequence[str],
     offsets = np.fromiter((s.offset for s in seqs), dtype=np.int64, count=len(seqs))
     starts = np.zeros(len(seqs) + 1, dtype=np.int64)
     np.cumsum(lens, out=starts[1:])
+    ends = np.zeros(n, dtype=bool)  # a sentence end on each word: whole columns
+    for k in np.flatnonzero(final).tolist():
+        ends |= marks[:, k]
+    in_order = bool(starts[-1] == n and np.array_equal(offsets, starts[:-1]))
+    if in_order and through is None:
+        through = passthrough_flags(list(chain.from_iterable(s.words for s in seqs)))
+    if in_order and not through.any():
+        # the usual run: every word once, in order, none passed through
+        first = np.empty(n, dtype=bool)
+        first[1:] = ends[:-1]
+        first[starts[:-1][lens > 0]] = True
+        caps[first] = CAP_LABELS.index("FIRST_CAP")
+        return caps
     # the global index of every utterance word, utterance after utterance
     where = np.repeat(offsets - starts[:-1], lens) + np.arange(starts[-1])
     seq_of = np.full(n, -1, dtype=np.int64)
@@ -290,10 +303,6 @@ def rule_caps(marks: np.ndarray, seqs: Sequence[WordSeq], labels: Sequence[str],
     keep = np.flatnonzero((seq_of >= 0) & ~through)  # the words the rule cases, in order
     sid = seq_of[keep]
     first = np.ones(len(keep), dtype=bool)
-    # a sentence end on each word: whole columns first (the marks come column-major)
-    ends = np.zeros(n, dtype=bool)
-    for k in np.flatnonzero(final).tolist():
-        ends |= marks[:, k]
     first[1:] = (sid[1:] != sid[:-1]) | ends[keep[:-1]]
     caps[keep[first]] = CAP_LABELS.index("FIRST_CAP")
     return caps
