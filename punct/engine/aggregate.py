@@ -67,17 +67,11 @@ def mean_divisor(counts: np.ndarray) -> np.ndarray:
 
 
 def finish(mode: str, exclusive: bool, punct: np.ndarray, cap: np.ndarray | None,
-           counts: np.ndarray, owned: bool = False
-           ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
+           counts: np.ndarray) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
     """Per-word probabilities from the accumulated sums and the prediction counts;
-    every word must have been predicted at least once. ``owned``: the sums are the
-    caller's to overwrite (``mean`` divides them in place: no second array)."""
+    every word must have been predicted at least once."""
     per_word = mean_divisor(counts)[:, None]
     if mode == "mean":
-        if owned:
-            out = np.divide(punct, per_word, out=punct)
-            out_cap = None if cap is None else np.divide(cap, per_word, out=cap)
-            return out, out_cap, counts.copy()
         out = punct / per_word
         out_cap = cap / per_word if cap is not None else None
     elif exclusive:
@@ -212,7 +206,7 @@ class SlotAggregator:
                                 divisor))
         if divisor is not None:
             return acc, acc_cap, counts
-        return finish(self.mode, self.exclusive, acc, acc_cap, counts, owned=True)
+        return finish(self.mode, self.exclusive, acc, acc_cap, counts)
 
     def _terms(self, probs: np.ndarray | None, logits: np.ndarray | None, marks: bool
                ) -> np.ndarray:
