@@ -4,7 +4,9 @@
 #  1. the stage driver trains SYSTEMS with --ngpu 1 (bf16 chosen by precision: auto) and
 #     decodes and scores every test set (set-up "gpu": RESULTS_gpu.md, results_gpu/);
 #  2. punct.bin.benchmark on test2011: words/s of the engine and of the bare encoder over
-#     the same windows, on the GPU;
+#     the same windows, on the GPU; then the same on the training set (266k words: test2011
+#     fills only 114 windows) once per decode batch size of DECODE_BATCHES (default
+#     "32 128 512": at 32 windows a batch the GPU's kernels are bound by their launches);
 #  3. meanwhile, on the host CPU, punct.bin.bench_engine: the engine alone (stub encoder,
 #     one thread), with and without the document rules, for each family.
 # Data, encoder and wheels: --bundle DIR unpacks what local/iwslt2012/gpu_bundle.sh packed
@@ -82,6 +84,11 @@ if [ ${#exp_dirs[@]} -gt 0 ]; then
   limited "${BENCH_LIMIT:-120}" python -m punct.bin.benchmark "${exp_dirs[@]}" \
     --data-dir data/test2011 --out-dir "$out/benchmark" --device "$device" --reps 3 \
     --no-pipeline > "$out/benchmark.log" 2>&1
+  for batch in ${DECODE_BATCHES:-32 128 512}; do
+    limited "${BENCH_LIMIT:-120}" python -m punct.bin.benchmark "${exp_dirs[@]}" \
+      --data-dir data/train --out-dir "$out/benchmark_train_b$batch" --device "$device" \
+      --reps 3 --batch-size "$batch" --no-pipeline > "$out/benchmark_train_b$batch.log" 2>&1
+  done
 fi
 
 wait "$engine_pid"
