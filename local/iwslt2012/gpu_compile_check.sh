@@ -4,6 +4,9 @@
 # punct.bin.train with its own time limit (TRAIN_LIMIT seconds, default 110). Each mode's
 # train.log and history.json (the seconds of each epoch, dev evaluation included) go
 # under OUT_DIR, and OUT_DIR.tar.gz beside it: the one file to fetch from a remote machine.
+# Then torch.profiler's table of PROFILE_STEPS (default 10; 0: none) eager bf16 steps of
+# nagy's model (punct.bin.train_benchmark --profile, at most PROFILE_LIMIT seconds, default
+# 90) in OUT_DIR/profile/.
 # Data, encoder and wheels as for local/iwslt2012/gpu_check.sh: --bundle DIR unpacks
 # what local/iwslt2012/gpu_bundle.sh packed; without it the IWSLT sets must be prepared.
 # Call it without a pipe (a pipe stays open while any child lives).
@@ -43,4 +46,14 @@ for mode in $modes; do
   cp "$exp/train.log" "$out/train_$mode.log" 2>/dev/null
   cp "$exp/history.json" "$out/history_$mode.json" 2>/dev/null
 done
+# where a step's time goes: torch.profiler's table of PROFILE_STEPS eager bf16 steps of
+# nagy's model alone (batches of 8; 0 skips it)
+if [ "${PROFILE_STEPS:-10}" -gt 0 ]; then
+  timeout --kill-after=15 "${PROFILE_LIMIT:-90}" python -m punct.bin.train_benchmark \
+    --config conf/model/nagy.yaml --data-dir data/train --out-dir "$out/profile" \
+    --device "$([ "$ngpu" -gt 0 ] && echo cuda || echo cpu)" --precisions bf16 \
+    --steps 20 --reps 1 --profile "$out/profile/profile.txt" \
+    --profile-steps "${PROFILE_STEPS:-10}" > "$out/profile.log" 2>&1
+  echo "profile: exit $?" | tee -a "$out/summary.txt"
+fi
 tar czf "$out.tar.gz" -C "$(dirname "$out")" "$(basename "$out")"
