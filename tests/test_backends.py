@@ -233,7 +233,7 @@ def test_bench_int8_on_onednn_held_to_avx2(tiny: tuple[Path, Path], tmp_path: Pa
     assert doc["int8_engine"] == "onednn"
     assert doc["kernel_limits"]["ONEDNN_MAX_CPU_ISA"] == "AVX2"
     int8 = doc["backends"][1]
-    assert int8["backend"] == "torch-int8" and 0 < int8["max_abs_diff"] < 0.2
+    assert int8["backend"] == "torch-int8" and 0 < int8["max_abs_diff"] < 0.5
     assert int8["decisions_differ"] <= 0.05
     assert torch.backends.quantized.engine == before
 
