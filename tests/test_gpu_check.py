@@ -86,3 +86,11 @@ def test_gpu_unpack_makes_a_bundle_usable(tmp_path: Path) -> None:
     done = subprocess.run(["bash", "-c", script, "unpack", str(bundle), str(recipe)],
                           capture_output=True, text=True, timeout=120, env=env, check=False)
     assert done.returncode != 0 and "unpacked" not in done.stdout
+
+
+def test_gpu_device_names_cuda_unless_a_dry_run() -> None:
+    lib = REPO / "local" / "iwslt2012" / "gpu_lib.sh"
+    done = subprocess.run(["bash", "-c", f'. "{lib}" && gpu_device 1 && gpu_device 2 && '
+                           'gpu_device 0'], capture_output=True, text=True, timeout=30,
+                          check=False)
+    assert done.returncode == 0 and done.stdout.split() == ["cuda", "cuda", "cpu"]

@@ -10,7 +10,6 @@
 set -euo pipefail
 [ $# -ge 3 ] || { echo "Usage: $0 MODEL_DIR DATA_DIR OUT_DIR [ROUNDS]" >&2; exit 1; }
 model=$1 data=$2 out=$3 rounds=${4:-2}
-mkdir -p "$out"
 root=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=path.sh
 . "$root/path.sh"
@@ -26,6 +25,7 @@ kind_env() {
 }
 
 for kind in ${KINDS:-all vnni avx2}; do kind_env "$kind" > /dev/null; done
+mkdir -p "$out"
 for round in $(seq 1 "$rounds"); do
   for kind in ${KINDS:-all vnni avx2}; do
     read -r -a vars <<< "$(kind_env "$kind")"

@@ -42,7 +42,6 @@ fi
 systems=${1:-"nagy nagy_gpu32"}
 shift $(($# < 1 ? $# : 1))
 ngpu=${NGPU:-1}
-device=cuda; [ "$ngpu" -gt 0 ] || device=cpu
 # limited LIMIT COMMAND...: COMMAND killed (with its process group) after LIMIT seconds
 limited() { local limit=$1; shift; timeout --kill-after=15 "$limit" "$@"; }
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -53,6 +52,7 @@ recipe=$root/egs/iwslt2012/punct1
 # shellcheck source=local/iwslt2012/gpu_lib.sh
 . "$root/local/iwslt2012/gpu_lib.sh"
 if [ -n "$bundle" ]; then gpu_unpack "$bundle" "$recipe" || exit 1; fi
+device=$(gpu_device "$ngpu")
 
 gpu_device_info "$ngpu" > "$out/device.txt" 2>&1
 

@@ -51,7 +51,7 @@ done
 if [ "${PROFILE_STEPS:-10}" -gt 0 ]; then
   timeout --kill-after=15 "${PROFILE_LIMIT:-90}" python -m punct.bin.train_benchmark \
     --config conf/model/nagy.yaml --data-dir data/train --out-dir "$out/profile" \
-    --device "$([ "$ngpu" -gt 0 ] && echo cuda || echo cpu)" --precisions bf16 \
+    --device "$(gpu_device "$ngpu")" --precisions bf16 \
     --steps 20 --reps 1 --profile "$out/profile/profile.txt" \
     --profile-steps "${PROFILE_STEPS:-10}" > "$out/profile.log" 2>&1
   echo "profile: exit $?" | tee -a "$out/summary.txt"

@@ -36,3 +36,8 @@ transformers.__version__, torch.cuda.is_available() and torch.cuda.get_device_na
   grep -m1 "model name" /proc/cpuinfo
   nproc
 }
+
+# gpu_device NGPU: the torch device the checks run on (cuda, or cpu for a dry run: NGPU=0)
+gpu_device() {
+  if [ "$1" -gt 0 ]; then echo cuda; else echo cpu; fi
+}

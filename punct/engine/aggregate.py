@@ -70,7 +70,7 @@ def finish(mode: str, exclusive: bool, punct: np.ndarray, cap: np.ndarray | None
            counts: np.ndarray) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
     """Per-word probabilities from the accumulated sums and the prediction counts;
     every word must have been predicted at least once."""
-    per_word = mean_divisor(counts)[:, None]
+    per_word = mean_divisor(counts)[:, None]  # (for every rule: no word unpredicted)
     if mode == "mean":
         out = punct / per_word
         out_cap = cap / per_word if cap is not None else None
