@@ -204,6 +204,9 @@ class DecodeSection:
     window: int | None = option(None, low=1)  # None: train.window
     stride: int | None = option(None, low=1)  # None: train.stride (at most the window)
     batch_size: int = option(32, low=1)
+    # on CUDA: batches of at least gpu_batch_tokens // window windows (a GPU runs 32 short
+    # windows hardly faster than 256: its kernels wait on their launches); None: batch_size
+    gpu_batch_tokens: int | None = option(32768, low=1)
     # true/false/on/off/auto (auto: where the hardware has it)
     bf16: bool | str = option("auto", choices=BF16_SETTINGS)
     aggregate: str = option("mean", choices=AGGREGATES)  # mean of probs | sum of activations

@@ -125,7 +125,7 @@ def test_benchmark_cli_rows_and_ratios(tiny: tuple[Path, Path], tmp_path: Path,
     exp, data = tiny
     out = tmp_path / "bench"
     rc = bench_cli.main(["--exp-dir", str(exp), "--data-dir", str(data), "--out-dir", str(out),
-                         "--reps", "1", "--num-threads", "1"])
+                         "--reps", "1", "--num-threads", "1", "--profile-engine"])
     assert rc == 0
     assert "engine_vs_encoder" in capsys.readouterr().out
     report = json.loads((out / "benchmark.json").read_text())
@@ -133,13 +133,19 @@ def test_benchmark_cli_rows_and_ratios(tiny: tuple[Path, Path], tmp_path: Path,
     methods = system["methods"]
     assert set(methods) == {"engine", "engine_default", "engine_text", "pipeline_b1",
                             "pipeline_b4", "pipeline_b1_no_overhead", "pipeline_b4_no_overhead",
-                            "encoder"}
+                            "encoder", "plan"}
     assert system["words"] == 6 * 9 + 40 and system["window"] == 16
     for name, row in methods.items():
         assert row["words_per_s"] == pytest.approx(system["words"] / row["seconds"], rel=1e-2)
-        if name != "encoder":
+        if name not in ("encoder", "plan"):
             assert 0.0 <= row["micro_f1"] <= 1.0
         assert ("micro_f1_one_mark" in row) == name.startswith("engine")
+        # an engine row's parts: predict (plan, batches, model) and decide, within its time
+        assert ("predict_seconds" in row) == ("decide_seconds" in row) == name.startswith(
+            "engine")
+        if name.startswith("engine"):
+            assert 0 < row["predict_seconds"] and 0 < row["decide_seconds"]
+            assert row["predict_seconds"] + row["decide_seconds"] < 1.5 * row["seconds"]
     assert methods["pipeline_b1_no_overhead"]["seconds"] < methods["pipeline_b1"]["seconds"]
     ratios = system["ratios"]
     assert ratios["engine_vs_encoder"] == pytest.approx(
@@ -148,6 +154,9 @@ def test_benchmark_cli_rows_and_ratios(tiny: tuple[Path, Path], tmp_path: Path,
         methods["engine_text"]["words_per_s"] / methods["pipeline_b4"]["words_per_s"], rel=1e-2)
     md = (out / "benchmark.md").read_text()
     assert "| engine_text_vs_pipeline_b1 |" in md and "best of 1 runs" in md
+    assert "- engine: " in md and "decide" in md
+    profile = (out / f"engine_profile_{exp.name}.txt").read_text()
+    assert "Self CPU" in profile and "aten::" in profile
 
 
 def test_benchmark_word_level_family_has_engine_rows_only(tmp_path: Path) -> None:
@@ -163,7 +172,7 @@ def test_benchmark_word_level_family_has_engine_rows_only(tmp_path: Path) -> Non
     assert bench_cli.main(["--exp-dir", str(exp), "--data-dir", str(data), "--out-dir",
                            str(out), "--reps", "1"]) == 0
     system = json.loads((out / "benchmark.json").read_text())["systems"][0]
-    assert set(system["methods"]) == {"engine", "engine_default", "engine_text"}
+    assert set(system["methods"]) == {"engine", "engine_default", "engine_text", "plan"}
     assert any("no HF pipeline" in n for n in system["notes"])
     assert any("no bare-encoder" in n for n in system["notes"])
     assert bench_cli.main(["--exp-dir", str(exp), "--data-dir", str(data), "--out-dir",

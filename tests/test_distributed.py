@@ -13,11 +13,14 @@ import torch.multiprocessing as mp
 from helpers.tinybert import build_tiny_bert
 from helpers.trainset import TINY, make_set
 
+from punct.bin import train as train_cli
 from punct.config import resolve_config
+from punct.errors import PunctInputError
 from punct.models.brnn import IGNORE, SlotModel
 from punct.train.distributed import (
     Dist,
     DistEnv,
+    check_local_gpus,
     detect_env,
     first_host,
     free_port,
@@ -53,6 +56,35 @@ def test_slurm_environment() -> None:
     # an sbatch script with --ntasks 4 but no srun: one process, not a rank
     assert detect_env({"SLURM_NTASKS": "4", "SLURM_JOB_ID": "1"}) == DistEnv()
     assert detect_env({**base, "SLURM_NTASKS": "1"}) == DistEnv()
+
+
+def test_one_rank_group_environment() -> None:
+    """PUNCT_ONE_RANK_GROUP=1 turns a one-process job into a one-rank group; a job of
+    several ranks stays as it is; anything but 0/1 is refused."""
+    env = detect_env({"PUNCT_ONE_RANK_GROUP": "1", "MASTER_PORT": "4321"})
+    assert env == DistEnv(master_port=4321, one_rank_group=True)
+    assert env.distributed and env.is_main and env.world_size == 1
+    free = detect_env({"PUNCT_ONE_RANK_GROUP": "1", "WORLD_SIZE": "1", "RANK": "0"})
+    assert free.one_rank_group and 0 < free.master_port < 65536
+    several = {"RANK": "1", "WORLD_SIZE": "2", "MASTER_PORT": "1234"}
+    assert detect_env({**several, "PUNCT_ONE_RANK_GROUP": "1"}) == detect_env(several)
+    assert detect_env({"PUNCT_ONE_RANK_GROUP": "0"}) == DistEnv()
+    with pytest.raises(PunctInputError, match="PUNCT_ONE_RANK_GROUP='yes'"):
+        detect_env({"PUNCT_ONE_RANK_GROUP": "yes"})
+
+
+def test_more_gpus_than_visible_is_refused(monkeypatch: pytest.MonkeyPatch,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    check_local_gpus(1)
+    with pytest.raises(PunctInputError, match="--ngpu 2 asks for 2 GPUs but 1 are visible"):
+        check_local_gpus(2)
+    # the CLI refuses before it starts any rank
+    monkeypatch.setattr(train_cli, "launch_local", lambda *a: pytest.fail("ranks started"))
+    status = train_cli.main(["--config", "c.yaml", "--train-dir", "t", "--dev-dir", "d",
+                             "--exp-dir", "e", "--ngpu", "2"])
+    assert status != 0 and "1 are visible" in capsys.readouterr().err
 
 
 def test_first_host_and_port() -> None:
@@ -93,6 +125,39 @@ def test_one_process_dist_is_inert() -> None:
         assert dist.gather_object("x") == ["x"] and dist.any_flag(False, True) == (True, False)
     assert (out.loss, out.preempt, out.nonfinite) == (0.25, True, False)
     assert p.grad.tolist() == [1.0, 2.0]
+
+
+def test_one_rank_group_trains_as_one_process(tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """A one-rank process group (gloo here, NCCL on a GPU) runs every collective of the
+    trainer and takes the steps of the plain one-process run."""
+    make_set(tmp_path / "train", 60, 1)
+    make_set(tmp_path / "dev", 12, 2)
+    _use_brnn_weight()
+    config = configs(tmp_path)["brnn"]
+    train_experiment(config, tmp_path / "train", tmp_path / "dev", tmp_path / "plain",
+                     quiet=True)
+    monkeypatch.setenv("PUNCT_ONE_RANK_GROUP", "1")
+    calls: list[str] = []
+    reduce_step = Dist.reduce_step
+
+    def counted(self: Dist, *args: Any) -> Any:
+        calls.append(str(torch.distributed.get_backend()))
+        return reduce_step(self, *args)
+
+    monkeypatch.setattr(Dist, "reduce_step", counted)
+    with Dist(detect_env(), "cpu") as dist:
+        assert dist.backend == "gloo"
+        train_experiment(config, tmp_path / "train", tmp_path / "dev", tmp_path / "group",
+                         quiet=True, dist=dist)
+    assert not torch.distributed.is_initialized() and dist.backend is None
+    plain = torch.load(tmp_path / "plain" / "last.pt", weights_only=True)
+    group = torch.load(tmp_path / "group" / "last.pt", weights_only=True)
+    assert calls and set(calls) == {"gloo"}  # every step went through the all-reduce
+    assert plain["epoch"] == group["epoch"] == 2 and run_mismatches(plain, group) == []
+    log = (tmp_path / "group" / "train.log").read_text()
+    assert "1 process(es) on cpu (process group gloo)" in log
+    assert "process group" not in (tmp_path / "plain" / "train.log").read_text()
 
 
 # -- 1 process vs 2 processes -------------------------------------------------------

@@ -10,6 +10,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "local" / "iwslt2012" / "gpu_check.sh"
 COMPILE_SCRIPT = REPO / "local" / "iwslt2012" / "gpu_compile_check.sh"
+DECODE_SCRIPT = REPO / "local" / "iwslt2012" / "gpu_decode_check.sh"
 
 
 def run(*args: str, script: Path = SCRIPT) -> subprocess.CompletedProcess[str]:
@@ -34,15 +35,16 @@ def test_missing_bundle_or_che_dir_stops_before_any_output(tmp_path: Path) -> No
     assert not (out / "device.txt").exists()
 
 
-def test_compile_check_usage_and_missing_bundle(tmp_path: Path) -> None:
-    for args in ((), ("--bundle", "x")):
-        done = run(*args, script=COMPILE_SCRIPT)
-        assert done.returncode == 1, args
-        assert "Usage:" in done.stderr
-    out = tmp_path / "out"
-    done = run("--bundle", str(tmp_path / "no_bundle"), str(out), script=COMPILE_SCRIPT)
-    assert done.returncode == 1
-    assert not out.exists()
+def test_compile_and_decode_check_usage_and_missing_bundle(tmp_path: Path) -> None:
+    for script in (COMPILE_SCRIPT, DECODE_SCRIPT):
+        for args in ((), ("--bundle", "x")):
+            done = run(*args, script=script)
+            assert done.returncode == 1, (script, args)
+            assert "Usage:" in done.stderr
+        out = tmp_path / "out"
+        done = run("--bundle", str(tmp_path / "no_bundle"), str(out), script=script)
+        assert done.returncode == 1
+        assert not out.exists()
 
 
 def test_gpu_unpack_makes_a_bundle_usable(tmp_path: Path) -> None:
@@ -94,3 +96,30 @@ def test_gpu_device_names_cuda_unless_a_dry_run() -> None:
                            'gpu_device 0'], capture_output=True, text=True, timeout=30,
                           check=False)
     assert done.returncode == 0 and done.stdout.split() == ["cuda", "cuda", "cpu"]
+
+
+def test_one_rank_opens_its_process_group(tmp_path: Path) -> None:
+    """gpu_lib.sh's gpu_one_rank trains as a one-rank job with its process group open
+    (gloo on the CPU, NCCL on a GPU) and brings back its log and history."""
+    import json
+    import os
+    import sys
+
+    import yaml
+    from helpers.trainset import TINY, make_set
+
+    make_set(tmp_path / "data" / "train", 40, 1)
+    make_set(tmp_path / "data" / "dev", 8, 2)
+    config = tmp_path / "tiny.yaml"
+    config.write_text(yaml.safe_dump({**TINY, "train": {**TINY["train"], "epochs": 2}}))
+    env = {**os.environ, "PYTHONPATH": str(REPO),
+           "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    lib = REPO / "local" / "iwslt2012" / "gpu_lib.sh"
+    done = subprocess.run(["bash", "-c", f'. "{lib}" && gpu_one_rank "$@"', "one_rank",
+                           str(config), "0", "exp/one", "out"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300, env=env, check=False)
+    assert done.returncode == 0, (tmp_path / "out" / "train.out").read_text()
+    log = (tmp_path / "out" / "train.log").read_text()
+    assert "1 process(es) on cpu (process group gloo)" in log
+    assert len(json.loads((tmp_path / "out" / "history.json").read_text())) == 2
+    assert (tmp_path / "out" / "train.out").read_text().endswith("exit 0\n")

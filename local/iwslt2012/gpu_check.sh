@@ -8,7 +8,10 @@
 #     fills only 114 windows) once per decode batch size of DECODE_BATCHES (default
 #     "32 128 512": at 32 windows a batch the GPU's kernels are bound by their launches);
 #  3. meanwhile, on the host CPU, punct.bin.bench_engine: the engine alone (stub encoder,
-#     one thread), with and without the document rules, for each family.
+#     one thread), with and without the document rules, for each family;
+#  4. the data-parallel code on the one GPU: the first system trained again as a one-rank
+#     job with its process group open (NCCL; gpu_lib.sh's gpu_one_rank), beside the
+#     driver's training of it, in OUT_DIR/one_rank/ (ONE_RANK=0 skips it).
 # Data, encoder and wheels: --bundle DIR unpacks what local/iwslt2012/gpu_bundle.sh packed
 # (on a machine without network or this project's extras); without it, the IWSLT sets must
 # be prepared (stages 0-1) and CHE_DIR name Che's dev2012 and test2011 files. Everything it
@@ -17,8 +20,8 @@
 # /tmp/check.tar.gz where files are fetched from). The machine must have PyTorch,
 # transformers, numpy, scipy, pandas, sacrebleu and tabulate (the lent GPU machines' image
 # has them); the bundle adds soundfile and kaldiio.
-# Each step has its own time limit (seconds; DRIVER_LIMIT, BENCH_LIMIT, ENGINE_LIMIT in the
-# environment), after which it and its children are killed, and writes its log under
+# Each step has its own time limit (seconds; DRIVER_LIMIT, BENCH_LIMIT, ENGINE_LIMIT,
+# ONE_RANK_LIMIT in the environment), after which it and its children are killed, and writes its log under
 # OUT_DIR as it runs: call the script without a pipe (a pipe stays open while any child
 # lives), so that a step that overruns costs its limit and not the whole lease.
 # Usage: local/iwslt2012/gpu_check.sh --bundle DIR OUT_DIR [SYSTEMS [DRIVER OPTIONS...]]
@@ -89,6 +92,13 @@ if [ ${#exp_dirs[@]} -gt 0 ]; then
       --data-dir data/train --out-dir "$out/benchmark_train_b$batch" --device "$device" \
       --reps 3 --batch-size "$batch" --no-pipeline > "$out/benchmark_train_b$batch.log" 2>&1
   done
+fi
+
+# 4. the data-parallel code (NCCL) on one GPU
+first=${systems%% *}
+if [ "${ONE_RANK:-1}" != 0 ] && [ -f "exp/$first/.done" ]; then
+  gpu_one_rank "conf/model/$first.yaml" "$ngpu" "exp/${first}_one_rank" "$out/one_rank"
+  cp "exp/$first/history.json" "$out/one_rank/history_driver.json" 2>/dev/null
 fi
 
 wait "$engine_pid"

@@ -30,10 +30,7 @@ recipe=$root/egs/iwslt2012/punct1
 . "$root/path.sh"
 # shellcheck source=local/iwslt2012/gpu_lib.sh
 . "$root/local/iwslt2012/gpu_lib.sh"
-if [ -n "$bundle" ]; then gpu_unpack "$bundle" "$recipe" || exit 1; fi
-cd "$recipe" || exit 1
-[ -f data/train/words.tsv ] || { echo "$0: no $recipe/data/train: prepare the sets" >&2; exit 1; }
-gpu_device_info "$ngpu" > "$out/device.txt" 2>&1
+gpu_prepare "$bundle" "$recipe" "$out" "$ngpu" || exit 1
 for mode in $modes; do
   exp=exp/compile_$mode
   rm -rf "$exp"

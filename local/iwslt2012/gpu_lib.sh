@@ -28,6 +28,18 @@ gpu_unpack() {
   python -m tarfile -e "$bundle/iwslt_data.tar.xz" "$recipe" || return 1
 }
 
+# gpu_prepare BUNDLE RECIPE OUT NGPU: BUNDLE unpacked into RECIPE (none when empty), the
+# shell moved into RECIPE, its IWSLT sets checked, OUT/device.txt written; non-zero when
+# something is missing
+gpu_prepare() {
+  local bundle=$1 recipe=$2 out=$3 ngpu=$4
+  if [ -n "$bundle" ]; then gpu_unpack "$bundle" "$recipe" || return 1; fi
+  cd "$recipe" || return 1
+  [ -f data/train/words.tsv ] || {
+    echo "$0: no $recipe/data/train: prepare the sets" >&2; return 1; }
+  gpu_device_info "$ngpu" > "$out/device.txt" 2>&1
+}
+
 # gpu_device_info NGPU: the GPU (unless NGPU is 0), torch, transformers and the host CPU
 gpu_device_info() {
   [ "$1" -eq 0 ] || nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv
@@ -40,4 +52,21 @@ transformers.__version__, torch.cuda.is_available() and torch.cuda.get_device_na
 # gpu_device NGPU: the torch device the checks run on (cuda, or cpu for a dry run: NGPU=0)
 gpu_device() {
   if [ "$1" -gt 0 ]; then echo cuda; else echo cpu; fi
+}
+
+# gpu_one_rank CONF NGPU EXP OUT: train CONF (data/train, dev data/dev, in the recipe
+# folder) into EXP as a one-rank job whose process group is open (PUNCT_ONE_RANK_GROUP=1:
+# NCCL on a GPU, gloo for a dry run with NGPU 0), so that the data-parallel code of
+# --ngpu N runs on a machine with one GPU; its output, train.log and history.json go under
+# OUT. At most ONE_RANK_LIMIT seconds (default 150). Returns the training's status.
+gpu_one_rank() {
+  local conf=$1 ngpu=$2 exp=$3 out=$4 status
+  mkdir -p "$out"
+  PUNCT_ONE_RANK_GROUP=1 timeout --kill-after=15 "${ONE_RANK_LIMIT:-150}" \
+    python -m punct.bin.train --config "$conf" --train-dir data/train --dev-dir data/dev \
+    --exp-dir "$exp" --ngpu "$ngpu" --num-threads 2 > "$out/train.out" 2>&1
+  status=$?
+  echo "exit $status" >> "$out/train.out"
+  cp "$exp/train.log" "$exp/history.json" "$out/" 2>/dev/null
+  return "$status"
 }

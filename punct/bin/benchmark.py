@@ -15,7 +15,12 @@ times, interleaved, best run kept (other load on the machine only ever slows a r
   overlap (1 prediction per token), batch size 1 (its default) and N (ours);
   ``*_no_overhead`` subtracts the adapter's own regrouping time from the pipeline's;
 - ``encoder``: the bare pretrained encoder's forward pass over the engine's windows
-  (already tokenised and batched), the ceiling of any engine.
+  (already tokenised and batched), the ceiling of any engine;
+- ``plan``: the featurizer's window plan alone (tokenisation and windows), the first
+  part of every engine row. Engine rows also record their best ``predict_seconds``
+  (plan, batches, model, aggregation) and ``decide_seconds`` (decisions and rules).
+  ``--profile-engine`` writes torch.profiler's table of one ``engine`` run
+  (``engine_profile_<system>.txt``: where the host's time goes, and the device's).
 Word-level families (no sub-word tokenizer, no pretrained encoder) get the engine rows.
 Engine rows also give the micro F1 under the pipeline's decision rule (at most one mark
 per word, ``micro_f1_one_mark``), which separates the decision rule from the engine.
@@ -71,6 +76,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--clock", choices=("wall", "cpu"), default="wall",
                         help="wall: elapsed time; cpu: this process's CPU time (steadier on a "
                              "shared machine; use with --num-threads 1)")
+    parser.add_argument("--profile-engine", action="store_true",
+                        help="also write torch.profiler's table of one engine run per system")
     return parser
 
 
@@ -93,10 +100,24 @@ def _without_pauses(seqs: list) -> list:
             for s in seqs]
 
 
+def _profile_table(fn: Callable[[], Any], device: torch.device) -> str:
+    """torch.profiler's operators of one call of ``fn``, by their own host time."""
+    activities = [torch.profiler.ProfilerActivity.CPU]
+    if device.type == "cuda":
+        activities.append(torch.profiler.ProfilerActivity.CUDA)
+    with torch.profiler.profile(activities=activities) as prof:
+        fn()
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+    return str(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=40))
+
+
 def bench_system(exp_dir: str, data_dir: str, reps: int, device: torch.device,
                  batch_size: int | None, bf16: str | None, with_pipeline: bool = True,
-                 clock: str = "wall") -> dict[str, Any]:
-    """All rows of one system: words/s, seconds and micro F1 per method, and the ratios."""
+                 clock: str = "wall", profile_dir: Path | None = None) -> dict[str, Any]:
+    """All rows of one system: words/s, seconds and micro F1 per method, and the ratios;
+    with ``profile_dir``, the profiler's table of one engine run written there."""
+    timer = time.process_time if clock == "cpu" else time.perf_counter
     exp = load_experiment(exp_dir, device=device)
     cfg = exp.config
     ls = get_label_set(cfg.label_set)
@@ -106,14 +127,21 @@ def bench_system(exp_dir: str, data_dir: str, reps: int, device: torch.device,
     one = decode_settings(cfg, device, per_token=1, batch_size=batch_size, bf16=bf16)
     n_words = sum(len(s) for s in seqs)
     decisions: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    parts: dict[str, dict[str, float]] = {}  # an engine row's best predict and decide times
 
     def engine(name: str, st: Any, inputs: list) -> Callable[[], None]:
         def run() -> None:
+            start = timer()
             pred = predict_words(exp.model, exp.featurizer, inputs, st.window, st.stride,
                                  st.batch_size, st.bf16, st.aggregate, device,
                                  exclusive=st.exclusive)
+            middle = timer()
             marks, caps = decide(pred, inputs, ls.labels, st.threshold, st.exclusive,
                                  st.combinations, st.constraints)
+            best = parts.setdefault(name, {})
+            for part, seconds in (("predict_seconds", middle - start),
+                                  ("decide_seconds", timer() - middle)):
+                best[part] = min(best.get(part, float("inf")), seconds)
             decisions[name] = (marks, caps)
             decisions[f"{name}_one_mark"] = (keep_best_mark(marks, pred.punct), caps)
         return run
@@ -122,6 +150,7 @@ def bench_system(exp_dir: str, data_dir: str, reps: int, device: torch.device,
         "engine": engine("engine", one, seqs),
         "engine_default": engine("engine_default", default, seqs),
         "engine_text": engine("engine_text", one, text_seqs),
+        "plan": lambda: exp.featurizer.plan(list(seqs), one.window, one.stride),
     }
     notes: list[str] = []
     wrappers: dict[str, Any] = {}
@@ -159,15 +188,19 @@ def bench_system(exp_dir: str, data_dir: str, reps: int, device: torch.device,
             if device.type == "cuda":
                 torch.cuda.synchronize()
         methods["encoder"] = bare
-    best = _best_times(methods, reps,
-                       time.process_time if clock == "cpu" else time.perf_counter)
+    best = _best_times(methods, reps, timer)
+    if profile_dir is not None:
+        profile_dir.mkdir(parents=True, exist_ok=True)
+        (profile_dir / f"engine_profile_{Path(exp_dir).name}.txt").write_text(
+            _profile_table(methods["engine"], device) + "\n", encoding="utf-8")
     for name, wrapper in wrappers.items():  # the adapter's own time, per run (warm-up too)
         per_run = wrapper.overhead_seconds / (reps + 1)
         best[f"{name}_no_overhead"] = max(best[name] - per_run, 1e-9)
     rows: dict[str, dict[str, Any]] = {}
     for name, seconds in best.items():
-        row: dict[str, Any] = {"seconds": round(seconds, 5),
+        row: dict[str, Any] = {"seconds": round(seconds, 7),
                                "words_per_s": round(n_words / seconds, 1)}
+        row.update({k: round(v, 7) for k, v in parts.get(name, {}).items()})
         key = name.removesuffix("_no_overhead")
         if key in decisions:
             marks, caps = decisions[key]
@@ -220,6 +253,10 @@ def to_markdown(report: dict[str, Any]) -> str:
             cells = [_pct(row.get(k)) for k in ("micro_f1", "micro_f1_one_mark", "cap_micro_f1")]
             lines.append(f"| {method} | {row['words_per_s']:.0f} | "
                          f"{row['words_per_s'] / base:.2f} | {' | '.join(cells)} |")
+        split = [f"- {method}: {row['seconds']:.3f} s at best; its best predict "
+                 f"{row['predict_seconds']:.3f} s, decide {row['decide_seconds']:.3f} s"
+                 for method, row in sysrep["methods"].items() if "predict_seconds" in row]
+        lines += ["", *split] if split else []
         lines += ["", "| ratio | value |", "|---|---:|"]
         lines += [f"| {k} | {v:.2f}x |" for k, v in sysrep["ratios"].items()]
         lines += [f"- {note}" for note in sysrep["notes"]]
@@ -235,8 +272,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     env = collect_env(threads=torch.get_num_threads())
     env["device"] = str(device)
     env["load_average"] = round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None
+    profile_dir = Path(args.out_dir) if args.profile_engine else None
     systems = [bench_system(e, args.data_dir, args.reps, device, args.batch_size, args.bf16,
-                            not args.no_pipeline, args.clock) for e in args.exp_dir]
+                            not args.no_pipeline, args.clock, profile_dir)
+               for e in args.exp_dir]
     report = {"format": "punct-benchmark/1", "data_dir": str(args.data_dir), "reps": args.reps,
               "clock": args.clock, "env": env, "systems": systems}
     out = Path(args.out_dir)

@@ -23,7 +23,13 @@ from punct.config import load_config
 from punct.data.nonspeech import add_nonspeech_option
 from punct.errors import PunctInputError, report_error
 from punct.train.checkpoint import PREEMPTED_EXIT, TrainingPreempted
-from punct.train.distributed import Dist, choose_device, detect_env, launch_local
+from punct.train.distributed import (
+    Dist,
+    check_local_gpus,
+    choose_device,
+    detect_env,
+    launch_local,
+)
 from punct.train.env import set_num_threads
 from punct.train.trainer import train_experiment
 
@@ -85,9 +91,9 @@ def main(argv: list[str] | None = None) -> int:
         then_decode = decode_argv(args)
         env = detect_env()
         nproc = _local_processes(args)
-        if nproc > 1 and not env.distributed:
+        if nproc > 1 and env.world_size == 1:
             if args.ngpu > 0:
-                choose_device(args.ngpu, env)  # fail here, not in every rank
+                check_local_gpus(args.ngpu)  # fail here, not in every rank
             command = [sys.executable, "-m", "punct.bin.train",
                        *(sys.argv[1:] if argv is None else argv)]
             return launch_local(nproc, command)

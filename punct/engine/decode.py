@@ -459,6 +459,15 @@ class DecodeSettings:
         return self.window / self.stride
 
 
+def device_batch_size(batch_size: int, gpu_batch_tokens: int | None, window: int,
+                      device: torch.device | str) -> int:
+    """Windows per decoding batch: ``batch_size``, and on CUDA at least
+    ``gpu_batch_tokens // window`` (``decode.gpu_batch_tokens``; None: no minimum)."""
+    if torch.device(device).type != "cuda" or not gpu_batch_tokens:
+        return batch_size
+    return max(batch_size, gpu_batch_tokens // window)
+
+
 def decode_settings(config: Config, device: torch.device | str = "cpu", *,
                     window: int | None = None, stride: int | None = None,
                     per_token: int | None = None, batch_size: int | None = None,
@@ -481,7 +490,8 @@ def decode_settings(config: Config, device: torch.device | str = "cpu", *,
     stride = stride or min(cfg_stride, window)
     if not 1 <= stride <= window:
         raise PunctInputError(f"need 1 <= stride <= window, got window {window} stride {stride}")
-    size = batch_size or dec.batch_size
+    size = batch_size or device_batch_size(dec.batch_size, dec.gpu_batch_tokens, window,
+                                           device)
     if size < 1:
         raise PunctInputError(f"batch size must be >= 1, got {size}")
     mode = aggregate or dec.aggregate

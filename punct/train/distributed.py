@@ -7,7 +7,11 @@ Where the rank comes from (``detect_env``):
 - srun with more than one task: ``SLURM_PROCID``, ``SLURM_NTASKS`` (the step's
   ``SLURM_STEP_NUM_TASKS`` when set), ``SLURM_LOCALID``; ``MASTER_ADDR`` is the first
   host of ``SLURM_STEP_NODELIST``/``SLURM_JOB_NODELIST`` unless set, ``MASTER_PORT``
-  is derived from ``SLURM_JOB_ID`` unless set.
+  is derived from ``SLURM_JOB_ID`` unless set;
+- ``PUNCT_ONE_RANK_GROUP=1`` in a job of one process: it still opens a process group of
+  one rank and runs every collective (NCCL on a GPU), so that the data-parallel code runs
+  on a machine with a single GPU (NCCL refuses two ranks on one device). ``MASTER_PORT``
+  if set, else a free port.
 
 How ranks cooperate (``Dist``), with the semantics of DistributedDataParallel: every rank
 draws the same seeded permutation of the training windows and takes the windows
@@ -60,10 +64,12 @@ class DistEnv:
     master_addr: str = "127.0.0.1"
     master_port: int = 29500
     source: str = "single"  # single | torchrun | slurm
+    one_rank_group: bool = False  # a process group even for one rank (PUNCT_ONE_RANK_GROUP)
 
     @property
     def distributed(self) -> bool:
-        return self.world_size > 1
+        """Whether this process is in a process group (and runs the collectives)."""
+        return self.world_size > 1 or self.one_rank_group
 
     @property
     def is_main(self) -> bool:
@@ -124,9 +130,24 @@ def _slurm_master_addr(environ: Mapping[str, str]) -> str:
                               f"{nodelist!r}") from None
 
 
+ONE_RANK_GROUP = "PUNCT_ONE_RANK_GROUP"
+
+
 def detect_env(environ: Mapping[str, str] | None = None) -> DistEnv:
     """The rank/world of this process from torchrun's or srun's environment."""
     env = os.environ if environ is None else environ
+    found = _detect_ranks(env)
+    flag = env.get(ONE_RANK_GROUP, "").strip()
+    if flag not in ("", "0", "1"):
+        raise PunctInputError(f"${ONE_RANK_GROUP}={flag!r}: give 1 (a process group of one "
+                              "rank) or 0")
+    if flag == "1" and not found.distributed:
+        return DistEnv(master_port=_int(env, "MASTER_PORT", 0) or free_port(),
+                       source=found.source, one_rank_group=True)
+    return found
+
+
+def _detect_ranks(env: Mapping[str, str]) -> DistEnv:
     if _int(env, "WORLD_SIZE", 1) > 1:
         world = _int(env, "WORLD_SIZE")
         rank = _int(env, "RANK")
@@ -152,6 +173,17 @@ def choose_device(ngpu: int, env: DistEnv) -> torch.device:
     index = env.local_rank % torch.cuda.device_count()
     torch.cuda.set_device(index)
     return torch.device("cuda", index)
+
+
+def check_local_gpus(ngpu: int) -> None:
+    """Refuse ``--ngpu N`` local ranks when fewer than N GPUs are visible: the ranks would
+    share a device, which NCCL refuses only later, in every rank."""
+    visible = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    if ngpu > visible:
+        raise PunctInputError(
+            f"--ngpu {ngpu} asks for {ngpu} GPUs but {visible} are visible (NCCL cannot run "
+            f"two ranks on one GPU); {ONE_RANK_GROUP}=1 with --ngpu 1 runs the "
+            "data-parallel code on a single GPU")
 
 
 def shard(chunk: Sequence[T], rank: int, world_size: int) -> list[T]:
@@ -183,6 +215,12 @@ class Dist:
         self.env = env or DistEnv()
         self.device = torch.device(device)
         self.initialised = False
+        self.backend: str | None = None  # the process group's, once open
+
+    @property
+    def distributed(self) -> bool:
+        """Whether the collectives run (a process group, even of one rank)."""
+        return self.env.distributed
 
     @property
     def rank(self) -> int:
@@ -206,12 +244,15 @@ class Dist:
                 timeout=_dt.timedelta(seconds=timeout),
                 device_id=self.device if self.device.type == "cuda" else None)
             self.initialised = True
+        if self.env.distributed and tdist.is_initialized():
+            self.backend = str(tdist.get_backend())
         return self
 
     def __exit__(self, *exc: object) -> None:
         if self.initialised:
             tdist.destroy_process_group()
             self.initialised = False
+            self.backend = None
 
     # -- collectives ---------------------------------------------------------------
     def barrier(self) -> None:

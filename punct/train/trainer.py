@@ -418,7 +418,7 @@ class _Run:
             loss_value = float(loss.detach())
             if not nonfinite:
                 (self.scaler.scale(loss) if self.scaler is not None else loss).backward()
-                if self.dist.world_size > 1:
+                if self.dist.distributed:
                     weight = loss_weight(self.model, batch)
         params = self._trained_params()
         reduced = self.dist.reduce_step(params, weight, loss_value, self.guard.requested,
@@ -450,11 +450,12 @@ class _Run:
     # -- the loop --------------------------------------------------------------------
     def train(self, resume: bool, t0: float) -> dict[str, Any]:
         n_params = sum(p.numel() for p in self._trained_params())
+        group = f" (process group {self.dist.backend})" if self.dist.backend else ""
         self.log(f"train {self.config.family} on {sum(len(s) for s in self.train_seqs)} "
                  f"words ({len(self.train_seqs)} utts, {len(self.train_windows)} windows), dev "
                  f"{sum(len(s) for s in self.dev_seqs)} words; {n_params} trainable "
                  f"parameters; seed {self.seed}; threads {torch.get_num_threads()}; "
-                 f"{self.dist.world_size} process(es) on {self.device}; precision "
+                 f"{self.dist.world_size} process(es) on {self.device}{group}; precision "
                  f"{self.precision} (train.precision: {self.tcfg.precision}); "
                  f"dropout masks {self.dropout_masks}")  # punct.bin.stage_times reads it
         state = self._restore() if resume else _Progress()

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Where decoding on one CUDA GPU spends its time (issue 20, items 2 and 4): SYSTEM
+# (default nagy_gpu32) trained for EPOCHS epochs (default 1: the speed does not depend on
+# the weights) unless exp/SYSTEM_decode is there, then punct.bin.benchmark on the training
+# set (266k words) once per decode batch size of DECODE_BATCHES (default "32 128 512";
+# "default": the config's, decode.gpu_batch_tokens on a GPU),
+# each with its engine split into plan, predict and decide and torch.profiler's table of
+# one engine run (--profile-engine), into OUT_DIR/b<N>/. Everything goes into
+# OUT_DIR.tar.gz beside OUT_DIR, the one file to fetch. Each step at most STEP_LIMIT
+# seconds (default 120). Data and encoder as for gpu_check.sh (--bundle DIR).
+# Usage: local/iwslt2012/gpu_decode_check.sh [--bundle DIR] OUT_DIR [SYSTEM]
+#   NGPU=0 runs the same on the CPU (a dry run).
+set -uo pipefail
+usage="Usage: $0 [--bundle DIR] OUT_DIR [SYSTEM]"
+bundle=""
+if [ "${1:-}" = --bundle ]; then
+  [ $# -ge 3 ] || { echo "$usage" >&2; exit 1; }
+  bundle=$(cd "$2" && pwd) || exit 1
+  shift 2
+fi
+[ $# -ge 1 ] || { echo "$usage" >&2; exit 1; }
+out=$(mkdir -p "$1" && cd "$1" && pwd) || exit 1
+system=${2:-nagy_gpu32}
+ngpu=${NGPU:-1}
+root=$(cd "$(dirname "$0")/../.." && pwd)
+recipe=$root/egs/iwslt2012/punct1
+# shellcheck source=path.sh
+. "$root/path.sh"
+# shellcheck source=local/iwslt2012/gpu_lib.sh
+. "$root/local/iwslt2012/gpu_lib.sh"
+gpu_prepare "$bundle" "$recipe" "$out" "$ngpu" || exit 1
+exp=exp/${system}_decode
+if [ ! -f "$exp/best.pt" ]; then
+  timeout --kill-after=15 "${STEP_LIMIT:-120}" python -m punct.bin.train \
+    --config "conf/model/$system.yaml" --train-dir data/train --dev-dir data/dev \
+    --exp-dir "$exp" --ngpu "$ngpu" --num-threads 2 --set "train.epochs=${EPOCHS:-1}" \
+    > "$out/train.out" 2>&1
+  echo "train: exit $?" | tee -a "$out/summary.txt"
+fi
+for batch in ${DECODE_BATCHES:-32 128 512}; do
+  size=(--batch-size "$batch")
+  [ "$batch" = default ] && size=()
+  timeout --kill-after=15 "${STEP_LIMIT:-120}" python -m punct.bin.benchmark --exp-dir "$exp" \
+    --data-dir data/train --out-dir "$out/b$batch" --device "$(gpu_device "$ngpu")" \
+    --reps 3 "${size[@]+"${size[@]}"}" --no-pipeline --profile-engine > "$out/b$batch.log" 2>&1
+  echo "batch $batch: exit $?" | tee -a "$out/summary.txt"
+done
+tar czf "$out.tar.gz" -C "$(dirname "$out")" "$(basename "$out")"

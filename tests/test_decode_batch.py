@@ -1,0 +1,28 @@
+"""The decoding batch per device: ``decode.batch_size`` windows, and on CUDA at least
+``decode.gpu_batch_tokens // window`` (a GPU is bound by kernel launches at 32 windows)."""
+
+from __future__ import annotations
+
+from helpers.trainset import TINY
+
+from punct.config import resolve_config
+from punct.engine.decode import decode_settings, device_batch_size
+
+
+def test_device_batch_size_rule() -> None:
+    assert device_batch_size(32, 32768, 128, "cuda") == 256
+    assert device_batch_size(32, 32768, 512, "cuda") == 64
+    assert device_batch_size(32, 32768, 128, "cpu") == 32
+    assert device_batch_size(32, None, 128, "cuda") == 32
+    assert device_batch_size(512, 32768, 128, "cuda") == 512  # never below batch_size
+    assert device_batch_size(8, 100, 128, "cuda") == 8
+
+
+def test_decode_settings_batch_per_device() -> None:
+    config = resolve_config(TINY)  # decode window 16, batch_size 32
+    assert decode_settings(config, "cpu").batch_size == 32
+    assert decode_settings(config, "cuda", bf16=False).batch_size == 32768 // 16
+    assert decode_settings(config, "cuda", bf16=False, batch_size=8).batch_size == 8
+    assert decode_settings(config, "cuda", bf16=False, window=64).batch_size == 512
+    plain = resolve_config(TINY, ["decode.gpu_batch_tokens=null"])
+    assert decode_settings(plain, "cuda", bf16=False).batch_size == 32
