@@ -127,6 +127,26 @@ def test_one_process_dist_is_inert() -> None:
     assert p.grad.tolist() == [1.0, 2.0]
 
 
+def test_one_rank_reduction_bit_for_bit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """In a group of one rank the reduction gives each gradient back as ``(g * w) / w``
+    in float32, as views of one buffer in the parameter's dtype; a parameter without a
+    gradient keeps none; the loss and the flags come through."""
+    monkeypatch.setenv("PUNCT_ONE_RANK_GROUP", "1")
+    torch.manual_seed(0)
+    params = [torch.nn.Parameter(torch.randn(3, 4)), torch.nn.Parameter(torch.randn(5)),
+              torch.nn.Parameter(torch.randn(2, dtype=torch.bfloat16))]
+    params[0].grad = torch.randn(3, 4)
+    params[2].grad = torch.randn(2, dtype=torch.bfloat16)
+    expected = [(params[0].grad * 7.3) * (1.0 / 7.3), None,
+                ((params[2].grad.float() * 7.3) * (1.0 / 7.3)).to(torch.bfloat16)]
+    with Dist(detect_env(), "cpu") as dist:
+        out = dist.reduce_step(params, 7.3, 0.25, False, True)
+    assert out.preempt is False and out.nonfinite is True
+    assert out.loss == pytest.approx(0.25, rel=1e-6)
+    assert torch.equal(params[0].grad, expected[0]) and params[1].grad is None
+    assert params[2].grad.dtype == torch.bfloat16 and torch.equal(params[2].grad, expected[2])
+
+
 def test_one_rank_group_trains_as_one_process(tmp_path: Path,
                                              monkeypatch: pytest.MonkeyPatch) -> None:
     """A one-rank process group (gloo here, NCCL on a GPU) runs every collective of the

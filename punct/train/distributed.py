@@ -295,26 +295,26 @@ class Dist:
         """
         if not self.env.distributed:
             return StepReduction(loss, preempt, nonfinite)
-        pieces = []
-        for p in params:
-            grad = p.grad if p.grad is not None else torch.zeros_like(p)
-            pieces.append(grad.detach().reshape(-1).float() * weight)
+        # one buffer, weighted and scaled by one operation each (not one per parameter:
+        # on a GPU every operation is a kernel launched from Python); the gradients come
+        # back as views of it
+        pieces = [(p.grad if p.grad is not None else torch.zeros_like(p)).detach().reshape(-1)
+                  .float() for p in params]
         tail = [weight, loss * weight, float(preempt), float(nonfinite)]
         tail += [float(p.grad is not None) for p in params]
         pieces.append(torch.tensor(tail, dtype=torch.float32, device=self.device))
         flat = torch.cat(pieces)
+        n_grad = len(flat) - len(tail)
+        grads = flat[:n_grad]
+        grads.mul_(weight)
         tdist.all_reduce(flat)
-        n_grad = sum(p.numel() for p in params)
-        total_weight, loss_sum, n_preempt, n_nonfinite = flat[n_grad:n_grad + 4].tolist()
-        present = flat[n_grad + 4:].tolist()
+        total_weight, loss_sum, n_preempt, n_nonfinite, *present = flat[n_grad:].tolist()
         scale = 1.0 / total_weight if total_weight > 0 else 0.0
+        grads.mul_(scale)
         offset = 0
         for p, has in zip(params, present, strict=True):
             size = p.numel()
-            if has > 0:
-                p.grad = (flat[offset:offset + size] * scale).view_as(p).to(p.dtype)
-            else:
-                p.grad = None
+            p.grad = grads[offset:offset + size].view_as(p).to(p.dtype) if has > 0 else None
             offset += size
         return StepReduction(loss_sum * scale, n_preempt > 0, n_nonfinite > 0)
 
