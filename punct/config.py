@@ -205,7 +205,8 @@ class DecodeSection:
     stride: int | None = option(None, low=1)  # None: train.stride (at most the window)
     batch_size: int = option(32, low=1)
     # on CUDA: batches of at least gpu_batch_tokens // window windows (a GPU runs 32 short
-    # windows hardly faster than 256: its kernels wait on their launches); None: batch_size
+    # windows hardly faster than 256: its kernels wait on their launches); None: batch_size.
+    # Not for a featurizer that reads acoustic streams (its windows carry frames)
     gpu_batch_tokens: int | None = option(32768, low=1)
     # true/false/on/off/auto (auto: where the hardware has it)
     bf16: bool | str = option("auto", choices=BF16_SETTINGS)

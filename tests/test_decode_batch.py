@@ -26,3 +26,11 @@ def test_decode_settings_batch_per_device() -> None:
     assert decode_settings(config, "cuda", bf16=False, window=64).batch_size == 512
     plain = resolve_config(TINY, ["decode.gpu_batch_tokens=null"])
     assert decode_settings(plain, "cuda", bf16=False).batch_size == 32
+
+
+def test_windows_with_frames_keep_their_batch() -> None:
+    """A featurizer that reads acoustic streams (prosodic_pp's prosody, UniPunc's frames)
+    puts frames into its windows: no token rule for it."""
+    config = resolve_config({"family": "prosodic_pp", "label_set": "full13"})
+    assert config.streams
+    assert decode_settings(config, "cuda", bf16=False).batch_size == config.decode.batch_size

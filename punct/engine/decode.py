@@ -477,7 +477,9 @@ def decode_settings(config: Config, device: torch.device | str = "cpu", *,
     """The config's ``decode`` section with explicit overrides (None = keep the config's).
 
     ``per_token`` N sets ``stride = window // N`` (``punct.data.windows.stride_for``) and
-    cannot be combined with ``stride``; bf16 ``auto`` is resolved for ``device``.
+    cannot be combined with ``stride``; bf16 ``auto`` is resolved for ``device``; the
+    batch is ``device_batch_size``'s (``decode.gpu_batch_tokens`` on CUDA, except for
+    windows with acoustic frames).
     """
 
     dec = config.decode
@@ -490,8 +492,10 @@ def decode_settings(config: Config, device: torch.device | str = "cpu", *,
     stride = stride or min(cfg_stride, window)
     if not 1 <= stride <= window:
         raise PunctInputError(f"need 1 <= stride <= window, got window {window} stride {stride}")
-    size = batch_size or device_batch_size(dec.batch_size, dec.gpu_batch_tokens, window,
-                                           device)
+    # windows that carry acoustic frames (a featurizer reading streams) grow with the
+    # audio, not the tokens: they keep decode.batch_size on a GPU too
+    tokens = None if config.streams else dec.gpu_batch_tokens
+    size = batch_size or device_batch_size(dec.batch_size, tokens, window, device)
     if size < 1:
         raise PunctInputError(f"batch size must be >= 1, got {size}")
     mode = aggregate or dec.aggregate
