@@ -21,9 +21,10 @@
 # transformers, numpy, scipy, pandas, sacrebleu and tabulate (the lent GPU machines' image
 # has them); the bundle adds soundfile and kaldiio.
 # Each step has its own time limit (seconds; DRIVER_LIMIT, BENCH_LIMIT, ENGINE_LIMIT,
-# ONE_RANK_LIMIT in the environment), after which it and its children are killed, and writes its log under
-# OUT_DIR as it runs: call the script without a pipe (a pipe stays open while any child
-# lives), so that a step that overruns costs its limit and not the whole lease.
+# ONE_RANK_LIMIT in the environment), after which it and its children are killed, and
+# writes its log under OUT_DIR as it runs: call the script without a pipe (a pipe stays
+# open while any child lives), so that a step that overruns costs its limit and not the
+# whole lease.
 # Usage: local/iwslt2012/gpu_check.sh --bundle DIR OUT_DIR [SYSTEMS [DRIVER OPTIONS...]]
 #        local/iwslt2012/gpu_check.sh OUT_DIR CHE_DIR [SYSTEMS [DRIVER OPTIONS...]]
 #   NGPU=0 in the environment runs the same steps on the CPU (a dry run of the script).

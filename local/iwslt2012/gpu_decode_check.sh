@@ -3,9 +3,9 @@
 # (default nagy_gpu32) trained for EPOCHS epochs (default 1: the speed does not depend on
 # the weights) unless exp/SYSTEM_decode is there, then punct.bin.benchmark on the training
 # set (266k words) once per decode batch size of DECODE_BATCHES (default "32 128 512";
-# "default": the config's, decode.gpu_batch_tokens on a GPU),
-# each with its engine split into plan, predict and decide and torch.profiler's table of
-# one engine run (--profile-engine), into OUT_DIR/b<N>/. Everything goes into
+# "default": the config's, decode.gpu_batch_tokens on a GPU), each with its engine split
+# into plan, predict and decide and torch.profiler's table of one engine run
+# (--profile-engine), into OUT_DIR/b<N>/. Everything goes into
 # OUT_DIR.tar.gz beside OUT_DIR, the one file to fetch. Each step at most STEP_LIMIT
 # seconds (default 120). Data and encoder as for gpu_check.sh (--bundle DIR).
 # Usage: local/iwslt2012/gpu_decode_check.sh [--bundle DIR] OUT_DIR [SYSTEM]
