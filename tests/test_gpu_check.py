@@ -123,3 +123,26 @@ def test_one_rank_opens_its_process_group(tmp_path: Path) -> None:
     assert "1 process(es) on cpu (process group gloo)" in log
     assert len(json.loads((tmp_path / "out" / "history.json").read_text())) == 2
     assert (tmp_path / "out" / "train.out").read_text().endswith("exit 0\n")
+
+
+def test_lease_runs_each_check_and_keeps_only_what_comes_back(tmp_path: Path) -> None:
+    """gpu_lease.sh runs the three checks one after the other whatever each returns, logs
+    every status, and puts only a few files into FETCH_DIR (here the bundle is empty, so
+    each check stops at once and leaves no tarball)."""
+    import os
+    import sys
+
+    bundle, fetch = tmp_path / "bundle", tmp_path / "fetch"
+    bundle.mkdir()
+    env = {**os.environ, "WORK": str(tmp_path / "work"), "PYTHONPATH": str(REPO),
+           "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    done = subprocess.run(["bash", str(REPO / "local" / "iwslt2012" / "gpu_lease.sh"),
+                           str(bundle), str(fetch)], capture_output=True, text=True,
+                          timeout=300, env=env, check=False)
+    assert done.returncode == 0, done.stderr
+    log = (fetch / "lease.log").read_text().splitlines()
+    assert [line.split(":")[0] for line in log] == ["check", "decode", "compile"]
+    assert all(": exit 1 after " in line for line in log), log
+    assert sorted(p.name for p in fetch.iterdir()) == [
+        "check.tail", "compile.tail", "decode.tail", "lease.log"]
+    assert run(script=REPO / "local" / "iwslt2012" / "gpu_lease.sh").returncode == 1

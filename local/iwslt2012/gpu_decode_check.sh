@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Where decoding on one CUDA GPU spends its time (issue 20, items 2 and 4): SYSTEM
-# (default nagy_gpu32) trained for EPOCHS epochs (default 1: the speed does not depend on
-# the weights) unless exp/SYSTEM_decode is there, then punct.bin.benchmark on the training
-# set (266k words) once per decode batch size of DECODE_BATCHES (default "32 128 512";
+# (default nagy_gpu32) as the stage driver trained it (exp/SYSTEM, e.g. after
+# gpu_check.sh), else trained here for EPOCHS epochs (default 1: the speed does not depend
+# on the weights) into exp/SYSTEM_decode; then punct.bin.benchmark on the training set
+# (266k words) once per decode batch size of DECODE_BATCHES (default "32 128 512";
 # "default": the config's, decode.gpu_batch_tokens on a GPU), each with its engine split
-# into plan, predict and decide and torch.profiler's table of one engine run
+# into plan, predict and decide, and for those in PROFILE_BATCHES (default "default 512";
+# profiling 75 batches of 32 takes minutes) torch.profiler's table of one engine run
 # (--profile-engine), into OUT_DIR/b<N>/. Everything goes into
 # OUT_DIR.tar.gz beside OUT_DIR, the one file to fetch. Each step at most STEP_LIMIT
 # seconds (default 120). Data and encoder as for gpu_check.sh (--bundle DIR).
@@ -29,7 +31,8 @@ recipe=$root/egs/iwslt2012/punct1
 # shellcheck source=local/iwslt2012/gpu_lib.sh
 . "$root/local/iwslt2012/gpu_lib.sh"
 gpu_prepare "$bundle" "$recipe" "$out" "$ngpu" || exit 1
-exp=exp/${system}_decode
+exp=exp/$system
+[ -f "$exp/.done" ] || exp=exp/${system}_decode
 if [ ! -f "$exp/best.pt" ]; then
   timeout --kill-after=15 "${STEP_LIMIT:-120}" python -m punct.bin.train \
     --config "conf/model/$system.yaml" --train-dir data/train --dev-dir data/dev \
@@ -38,11 +41,12 @@ if [ ! -f "$exp/best.pt" ]; then
   echo "train: exit $?" | tee -a "$out/summary.txt"
 fi
 for batch in ${DECODE_BATCHES:-32 128 512}; do
-  size=(--batch-size "$batch")
-  [ "$batch" = default ] && size=()
+  extra=(--batch-size "$batch")
+  [ "$batch" = default ] && extra=()
+  case " ${PROFILE_BATCHES-default 512} " in *" $batch "*) extra+=(--profile-engine) ;; esac
   timeout --kill-after=15 "${STEP_LIMIT:-120}" python -m punct.bin.benchmark --exp-dir "$exp" \
     --data-dir data/train --out-dir "$out/b$batch" --device "$(gpu_device "$ngpu")" \
-    --reps 3 "${size[@]+"${size[@]}"}" --no-pipeline --profile-engine > "$out/b$batch.log" 2>&1
+    --reps 3 "${extra[@]+"${extra[@]}"}" --no-pipeline > "$out/b$batch.log" 2>&1
   echo "batch $batch: exit $?" | tee -a "$out/summary.txt"
 done
 tar czf "$out.tar.gz" -C "$(dirname "$out")" "$(basename "$out")"
