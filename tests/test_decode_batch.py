@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
+import pytest
 from helpers.trainset import TINY
 
 from punct.config import resolve_config
 from punct.engine.decode import decode_settings, device_batch_size
+from punct.models.base import Registry
 
 
 def test_device_batch_size_rule() -> None:
@@ -28,9 +30,12 @@ def test_decode_settings_batch_per_device() -> None:
     assert decode_settings(plain, "cuda", bf16=False).batch_size == 32
 
 
-def test_windows_with_frames_keep_their_batch() -> None:
+def test_windows_with_frames_keep_their_batch(monkeypatch: pytest.MonkeyPatch) -> None:
     """A featurizer that reads acoustic streams (prosodic_pp's prosody, UniPunc's frames)
-    puts frames into its windows: no token rule for it."""
+    or a family that needs them puts frames into its windows: no token rule for it."""
     config = resolve_config({"family": "prosodic_pp", "label_set": "full13"})
     assert config.streams
     assert decode_settings(config, "cuda", bf16=False).batch_size == config.decode.batch_size
+    brnn = Registry.get("brnn")
+    monkeypatch.setattr(brnn, "needs_streams", ("pitch",))
+    assert decode_settings(resolve_config(TINY), "cuda", bf16=False).batch_size == 32

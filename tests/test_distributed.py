@@ -63,6 +63,8 @@ def test_one_rank_group_environment() -> None:
     several ranks stays as it is; anything but 0/1 is refused."""
     env = detect_env({"PUNCT_ONE_RANK_GROUP": "1", "MASTER_PORT": "4321"})
     assert env == DistEnv(master_port=4321, one_rank_group=True)
+    assert detect_env({"PUNCT_ONE_RANK_GROUP": "1", "MASTER_ADDR": "head",
+                       "MASTER_PORT": "1"}).master_addr == "head"
     assert env.distributed and env.is_main and env.world_size == 1
     free = detect_env({"PUNCT_ONE_RANK_GROUP": "1", "WORLD_SIZE": "1", "RANK": "0"})
     assert free.one_rank_group and 0 < free.master_port < 65536
@@ -78,13 +80,14 @@ def test_more_gpus_than_visible_is_refused(monkeypatch: pytest.MonkeyPatch,
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
     check_local_gpus(1)
-    with pytest.raises(PunctInputError, match="--ngpu 2 asks for 2 GPUs but 1 are visible"):
+    with pytest.raises(PunctInputError, match="2 GPU ranks need 2 GPUs but only 1 visible"):
         check_local_gpus(2)
-    # the CLI refuses before it starts any rank
+    # the CLI refuses before it starts any rank: --ngpu 2, and --nproc 2 on GPUs
     monkeypatch.setattr(train_cli, "launch_local", lambda *a: pytest.fail("ranks started"))
-    status = train_cli.main(["--config", "c.yaml", "--train-dir", "t", "--dev-dir", "d",
-                             "--exp-dir", "e", "--ngpu", "2"])
-    assert status != 0 and "1 are visible" in capsys.readouterr().err
+    for ranks in (["--ngpu", "2"], ["--ngpu", "1", "--nproc", "2"]):
+        status = train_cli.main(["--config", "c.yaml", "--train-dir", "t", "--dev-dir", "d",
+                                 "--exp-dir", "e", *ranks])
+        assert status != 0 and "only 1 visible" in capsys.readouterr().err, ranks
 
 
 def test_first_host_and_port() -> None:
@@ -145,6 +148,7 @@ def test_one_rank_reduction_bit_for_bit(monkeypatch: pytest.MonkeyPatch) -> None
     assert out.loss == pytest.approx(0.25, rel=1e-6)
     assert torch.equal(params[0].grad, expected[0]) and params[1].grad is None
     assert params[2].grad.dtype == torch.bfloat16 and torch.equal(params[2].grad, expected[2])
+    assert params[0].grad._base is not None  # a view of the reduced buffer, not a copy
 
 
 def test_one_rank_group_trains_as_one_process(tmp_path: Path,

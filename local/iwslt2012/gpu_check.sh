@@ -95,8 +95,9 @@ if [ ${#exp_dirs[@]} -gt 0 ]; then
   done
 fi
 
-# 4. the data-parallel code (NCCL) on one GPU
-first=${systems%% *}
+# 4. the data-parallel code (NCCL) on one GPU: the first system's config as it is (the
+#    DRIVER OPTIONS do not reach it)
+read -r first _ <<< "$systems"
 if [ "${ONE_RANK:-1}" != 0 ] && [ -f "exp/$first/.done" ]; then
   gpu_one_rank "conf/model/$first.yaml" "$ngpu" "exp/${first}_one_rank" "$out/one_rank"
   cp "exp/$first/history.json" "$out/one_rank/history_driver.json" 2>/dev/null

@@ -69,7 +69,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--reps", type=int, default=5, help="timed runs per method")
     parser.add_argument("--num-threads", type=int, default=None, help="torch threads")
     parser.add_argument("--device", default="auto", help="cpu, cuda or auto")
-    parser.add_argument("--batch-size", type=int, default=None, help="default: decode.batch_size")
+    parser.add_argument("--batch-size", type=int, default=None,
+                        help="default: decode.batch_size (on CUDA at least "
+                             "decode.gpu_batch_tokens // window)")
     parser.add_argument("--bf16", choices=("auto", "on", "off"), default=None,
                         help="bf16 autocast for every method (default: decode.bf16)")
     parser.add_argument("--no-pipeline", action="store_true", help="skip the HF pipeline rows")

@@ -67,7 +67,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--stride", type=int, default=None, help="default: decode.stride")
     parser.add_argument("--per-token", type=int, default=None, metavar="N",
                         help="N predictions per token: stride = window // N (instead of --stride)")
-    parser.add_argument("--batch-size", type=int, default=None, help="default: decode.batch_size")
+    parser.add_argument("--batch-size", type=int, default=None,
+                        help="default: decode.batch_size (on CUDA at least "
+                             "decode.gpu_batch_tokens // window)")
     parser.add_argument("--aggregate", choices=("mean", "sum"), default=None,
                         help="default: decode.aggregate")
     parser.add_argument("--bf16", choices=("auto", "on", "off"), default=None,

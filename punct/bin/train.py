@@ -93,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
         nproc = _local_processes(args)
         if nproc > 1 and env.world_size == 1:
             if args.ngpu > 0:
-                check_local_gpus(args.ngpu)  # fail here, not in every rank
+                check_local_gpus(nproc)  # fail here, not in every rank
             command = [sys.executable, "-m", "punct.bin.train",
                        *(sys.argv[1:] if argv is None else argv)]
             return launch_local(nproc, command)

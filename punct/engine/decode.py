@@ -492,9 +492,10 @@ def decode_settings(config: Config, device: torch.device | str = "cpu", *,
     stride = stride or min(cfg_stride, window)
     if not 1 <= stride <= window:
         raise PunctInputError(f"need 1 <= stride <= window, got window {window} stride {stride}")
-    # windows that carry acoustic frames (a featurizer reading streams) grow with the
-    # audio, not the tokens: they keep decode.batch_size on a GPU too
-    tokens = None if config.streams else dec.gpu_batch_tokens
+    # windows that carry acoustic frames (a family or featurizer reading streams) grow
+    # with the audio, not the tokens: they keep decode.batch_size on a GPU too
+    acoustic = config.streams or Registry.get(config.family).needs_streams
+    tokens = None if acoustic else dec.gpu_batch_tokens
     size = batch_size or device_batch_size(dec.batch_size, tokens, window, device)
     if size < 1:
         raise PunctInputError(f"batch size must be >= 1, got {size}")

@@ -134,7 +134,8 @@ ONE_RANK_GROUP = "PUNCT_ONE_RANK_GROUP"
 
 
 def detect_env(environ: Mapping[str, str] | None = None) -> DistEnv:
-    """The rank/world of this process from torchrun's or srun's environment."""
+    """The rank/world of this process from torchrun's or srun's environment; a job of one
+    process with ``PUNCT_ONE_RANK_GROUP=1`` is a one-rank group (module docstring)."""
     env = os.environ if environ is None else environ
     found = _detect_ranks(env)
     flag = env.get(ONE_RANK_GROUP, "").strip()
@@ -142,8 +143,9 @@ def detect_env(environ: Mapping[str, str] | None = None) -> DistEnv:
         raise PunctInputError(f"${ONE_RANK_GROUP}={flag!r}: give 1 (a process group of one "
                               "rank) or 0")
     if flag == "1" and not found.distributed:
-        return DistEnv(master_port=_int(env, "MASTER_PORT", 0) or free_port(),
-                       source=found.source, one_rank_group=True)
+        return DistEnv(master_addr=env.get("MASTER_ADDR") or "127.0.0.1",
+                       master_port=_int(env, "MASTER_PORT", 0) or free_port(),
+                       one_rank_group=True)
     return found
 
 
@@ -175,14 +177,15 @@ def choose_device(ngpu: int, env: DistEnv) -> torch.device:
     return torch.device("cuda", index)
 
 
-def check_local_gpus(ngpu: int) -> None:
-    """Refuse ``--ngpu N`` local ranks when fewer than N GPUs are visible: the ranks would
-    share a device, which NCCL refuses only later, in every rank."""
+def check_local_gpus(ranks: int) -> None:
+    """Refuse ``ranks`` local GPU ranks (``--ngpu N``, or ``--nproc N`` with ``--ngpu``)
+    when fewer GPUs are visible: the ranks would share a device, which NCCL refuses only
+    later, in every rank."""
     visible = torch.cuda.device_count() if torch.cuda.is_available() else 0
-    if ngpu > visible:
+    if ranks > visible:
         raise PunctInputError(
-            f"--ngpu {ngpu} asks for {ngpu} GPUs but {visible} are visible (NCCL cannot run "
-            f"two ranks on one GPU); {ONE_RANK_GROUP}=1 with --ngpu 1 runs the "
+            f"{ranks} GPU ranks need {ranks} GPUs but only {visible} visible (NCCL cannot "
+            f"run two ranks on one GPU); {ONE_RANK_GROUP}=1 with --ngpu 1 runs the "
             "data-parallel code on a single GPU")
 
 
@@ -209,7 +212,8 @@ class StepReduction:
 
 
 class Dist:
-    """Collectives of a training job; every method is a no-op in a one-process job."""
+    """Collectives of a training job; every method is a no-op in a one-process job
+    without a process group (``DistEnv.distributed`` False)."""
 
     def __init__(self, env: DistEnv | None = None, device: torch.device | str = "cpu"):
         self.env = env or DistEnv()
