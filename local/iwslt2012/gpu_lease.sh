@@ -11,8 +11,8 @@
 # only the three tarballs, the tail of each step's output and lease.log are copied into
 # FETCH_DIR, because a lent machine brings back a few files of a run (8), not folders.
 # The steps of the second H200 lease took about 7 minutes together; the time limits below
-# (those of the three scripts, in seconds) add up to 495 s plus the unpacking (the host's
-# engine benchmarks, at most 6 x 40 s, run beside step 1), so that the run stays under a
+# (those of the three scripts, in seconds) add up to 495 s, at most 540 s with the host's
+# engine benchmarks that run beside step 1 (6 x 60 s), plus the unpacking: under a
 # device call's 10 minutes even when every step runs out.
 # Usage: local/iwslt2012/gpu_lease.sh BUNDLE FETCH_DIR [SYSTEM]
 set -uo pipefail
@@ -35,7 +35,7 @@ step() {  # step NAME COMMAND...: run, log its status and time, copy its tarball
   tail -n 20 "$work/$name.out" > "$fetch/$name.tail" 2>/dev/null
   cp "$work/$name.tar.gz" "$fetch/" 2>/dev/null
 }
-export ENGINE_LIMIT=${ENGINE_LIMIT:-40} DRIVER_LIMIT=${DRIVER_LIMIT:-200} \
+export ENGINE_LIMIT=${ENGINE_LIMIT:-60} DRIVER_LIMIT=${DRIVER_LIMIT:-200} \
   BENCH_LIMIT=${BENCH_LIMIT:-45} ONE_RANK_LIMIT=${ONE_RANK_LIMIT:-70} \
   STEP_LIMIT=${STEP_LIMIT:-40} PROFILE_LIMIT=${PROFILE_LIMIT:-60}
 DECODE_BATCHES=" " step check "$here/gpu_check.sh" --bundle "$bundle" "$work/check" "$system"
