@@ -468,6 +468,17 @@ def device_batch_size(batch_size: int, gpu_batch_tokens: int | None, window: int
     return max(batch_size, gpu_batch_tokens // window)
 
 
+def _batch_tokens(config: Config, device: torch.device | str) -> int | None:
+    """``decode.gpu_batch_tokens`` on CUDA, except for windows that carry acoustic frames
+    (a family or featurizer reading streams): those grow with the audio, not the tokens,
+    and keep ``decode.batch_size`` on a GPU too."""
+    if torch.device(device).type != "cuda":
+        return None
+    if config.streams or Registry.get(config.family).needs_streams:
+        return None
+    return config.decode.gpu_batch_tokens
+
+
 def decode_settings(config: Config, device: torch.device | str = "cpu", *,
                     window: int | None = None, stride: int | None = None,
                     per_token: int | None = None, batch_size: int | None = None,
@@ -492,11 +503,8 @@ def decode_settings(config: Config, device: torch.device | str = "cpu", *,
     stride = stride or min(cfg_stride, window)
     if not 1 <= stride <= window:
         raise PunctInputError(f"need 1 <= stride <= window, got window {window} stride {stride}")
-    # windows that carry acoustic frames (a family or featurizer reading streams) grow
-    # with the audio, not the tokens: they keep decode.batch_size on a GPU too
-    acoustic = config.streams or Registry.get(config.family).needs_streams
-    tokens = None if acoustic else dec.gpu_batch_tokens
-    size = batch_size or device_batch_size(dec.batch_size, tokens, window, device)
+    size = batch_size or device_batch_size(dec.batch_size, _batch_tokens(config, device),
+                                           window, device)
     if size < 1:
         raise PunctInputError(f"batch size must be >= 1, got {size}")
     mode = aggregate or dec.aggregate
