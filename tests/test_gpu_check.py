@@ -52,6 +52,7 @@ def test_gpu_unpack_makes_a_bundle_usable(tmp_path: Path) -> None:
     to float32 (PUNCT_ENCODER_DIR), and the prepared sets with their hidden done markers
     into the recipe, through Python's tarfile (no xz program needed)."""
     import os
+    import shutil
     import sys
     import tarfile
 
@@ -84,8 +85,16 @@ def test_gpu_unpack_makes_a_bundle_usable(tmp_path: Path) -> None:
     assert (recipe / ".stages" / "1.done").is_file()
     assert f"unpacked, PUNCT_ENCODER_DIR={tmp / 'punct_encoder'}" in done.stdout
     assert (tmp / "punct_encoder" / "model.safetensors").is_file()
-    (bundle / "iwslt_data.tar.xz").unlink()  # an incomplete bundle: a failed status
+    (bundle / "iwslt_data.tar.xz").unlink()
+    # the same bundle again (the next check of a lease): nothing to unpack, same variables
     done = subprocess.run(["bash", "-c", script, "unpack", str(bundle), str(recipe)],
+                          capture_output=True, text=True, timeout=120, env=env, check=False)
+    assert done.returncode == 0, done.stderr
+    assert f"unpacked, PUNCT_ENCODER_DIR={tmp / 'punct_encoder'}" in done.stdout
+    # another bundle, incomplete: a failed status
+    other = tmp_path / "other"
+    shutil.copytree(bundle, other)
+    done = subprocess.run(["bash", "-c", script, "unpack", str(other), str(recipe)],
                           capture_output=True, text=True, timeout=120, env=env, check=False)
     assert done.returncode != 0 and "unpacked" not in done.stdout
 

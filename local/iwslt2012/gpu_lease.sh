@@ -12,8 +12,9 @@
 # FETCH_DIR, because a lent machine brings back a few files of a run (8), not folders.
 # The steps of the second H200 lease took about 7 minutes together; the time limits below
 # (those of the three scripts, in seconds) add up to 495 s, at most 540 s with the host's
-# engine benchmarks that run beside step 1 (6 x 60 s), plus the unpacking: under a
-# device call's 10 minutes even when every step runs out.
+# engine benchmarks that run beside step 1 (6 x 60 s), plus the unpacking (once: the
+# later steps find it done): under a device call's 10 minutes even when every step runs
+# out.
 # Usage: local/iwslt2012/gpu_lease.sh BUNDLE FETCH_DIR [SYSTEM]
 set -uo pipefail
 [ $# -ge 2 ] || { echo "Usage: $0 BUNDLE FETCH_DIR [SYSTEM]" >&2; exit 1; }

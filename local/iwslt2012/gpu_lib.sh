@@ -8,9 +8,12 @@
 #   encoder/  unpacked to $TMPDIR/punct_encoder, PUNCT_ENCODER_DIR ($TMPDIR: /tmp unset)
 #   iwslt_data.tar.xz  unpacked into RECIPE with Python's tarfile (a bare image may lack
 #             the xz program)
-# Returns non-zero on the first failure.
+# Returns non-zero on the first failure. A second call with the same BUNDLE and RECIPE
+# (the next check of gpu_lease.sh) only sets the variables again: the files are there
+# ($TMPDIR/punct_unpacked records what was unpacked where).
 gpu_unpack() {
-  local bundle=$1 recipe=$2 tmp=${TMPDIR:-/tmp}
+  local bundle=$1 recipe=$2 tmp=${TMPDIR:-/tmp} done_already=false
+  [ "$(cat "$tmp/punct_unpacked" 2>/dev/null)" = "$bundle -> $recipe" ] && done_already=true
   if ! command -v python > /dev/null; then
     mkdir -p "$tmp/punct_bin"
     printf '#!/bin/sh\nexec %s "$@"\n' "$(command -v python3)" > "$tmp/punct_bin/python"
@@ -18,14 +21,17 @@ gpu_unpack() {
     export PATH=$tmp/punct_bin:$PATH
   fi
   if [ -d "$bundle/whl" ]; then
-    python -m pip install -q --no-index --no-deps --no-compile --target "$tmp/punct_site" \
-      "$bundle"/whl/*.whl || return 1
-    export PYTHONPATH=$PYTHONPATH:$tmp/punct_site
+    $done_already || python -m pip install -q --no-index --no-deps --no-compile \
+      --target "$tmp/punct_site" "$bundle"/whl/*.whl || return 1
+    export PYTHONPATH=${PYTHONPATH:-}:$tmp/punct_site
   fi
+  export PUNCT_ENCODER_DIR=$tmp/punct_encoder
+  $done_already && return 0
+  rm -f "$tmp/punct_unpacked"
   python -m punct.bin.pack_encoder --src "$bundle/encoder" --out "$tmp/punct_encoder" \
     --unpack || return 1
-  export PUNCT_ENCODER_DIR=$tmp/punct_encoder
   python -m tarfile -e "$bundle/iwslt_data.tar.xz" "$recipe" || return 1
+  echo "$bundle -> $recipe" > "$tmp/punct_unpacked"
 }
 
 # gpu_prepare BUNDLE RECIPE OUT NGPU: BUNDLE unpacked into RECIPE (none when empty), the
