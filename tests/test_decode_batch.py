@@ -7,17 +7,16 @@ import pytest
 from helpers.trainset import TINY
 
 from punct.config import resolve_config
-from punct.engine.decode import decode_settings, device_batch_size
+from punct.engine.decode import decode_settings, token_batch_size
 from punct.models.base import Registry
 
 
-def test_device_batch_size_rule() -> None:
-    assert device_batch_size(32, 32768, 128, "cuda") == 256
-    assert device_batch_size(32, 32768, 512, "cuda") == 64
-    assert device_batch_size(32, 32768, 128, "cpu") == 32
-    assert device_batch_size(32, None, 128, "cuda") == 32
-    assert device_batch_size(512, 32768, 128, "cuda") == 512  # never below batch_size
-    assert device_batch_size(8, 100, 128, "cuda") == 8
+def test_token_batch_size_rule() -> None:
+    assert token_batch_size(32, 32768, 128) == 256
+    assert token_batch_size(32, 32768, 512) == 64
+    assert token_batch_size(32, None, 128) == 32
+    assert token_batch_size(512, 32768, 128) == 512  # never below batch_size
+    assert token_batch_size(8, 100, 128) == 8
 
 
 def test_decode_settings_batch_per_device() -> None:

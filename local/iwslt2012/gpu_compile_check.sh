@@ -13,23 +13,15 @@
 # Usage: local/iwslt2012/gpu_compile_check.sh [--bundle DIR] OUT_DIR [MODES]
 #   MODES: default "off default reduce-overhead"; NGPU=0 runs the same on the CPU.
 set -uo pipefail
-usage="Usage: $0 [--bundle DIR] OUT_DIR [MODES]"
-bundle=""
-if [ "${1:-}" = --bundle ]; then
-  [ $# -ge 3 ] || { echo "$usage" >&2; exit 1; }
-  bundle=$(cd "$2" && pwd) || exit 1
-  shift 2
-fi
-[ $# -ge 1 ] || { echo "$usage" >&2; exit 1; }
-out=$(mkdir -p "$1" && cd "$1" && pwd) || exit 1
-modes=${2:-"off default reduce-overhead"}
-ngpu=${NGPU:-1}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 recipe=$root/egs/iwslt2012/punct1
 # shellcheck source=path.sh
 . "$root/path.sh"
 # shellcheck source=local/iwslt2012/gpu_lib.sh
 . "$root/local/iwslt2012/gpu_lib.sh"
+gpu_args "Usage: $0 [--bundle DIR] OUT_DIR [MODES]" "$@" || exit 1
+modes=${rest[0]:-"off default reduce-overhead"}
+ngpu=${NGPU:-1}
 gpu_prepare "$bundle" "$recipe" "$out" "$ngpu" || exit 1
 for mode in $modes; do
   exp=exp/compile_$mode

@@ -13,23 +13,15 @@
 # Usage: local/iwslt2012/gpu_decode_check.sh [--bundle DIR] OUT_DIR [SYSTEM]
 #   NGPU=0 runs the same on the CPU (a dry run).
 set -uo pipefail
-usage="Usage: $0 [--bundle DIR] OUT_DIR [SYSTEM]"
-bundle=""
-if [ "${1:-}" = --bundle ]; then
-  [ $# -ge 3 ] || { echo "$usage" >&2; exit 1; }
-  bundle=$(cd "$2" && pwd) || exit 1
-  shift 2
-fi
-[ $# -ge 1 ] || { echo "$usage" >&2; exit 1; }
-out=$(mkdir -p "$1" && cd "$1" && pwd) || exit 1
-system=${2:-nagy_gpu32}
-ngpu=${NGPU:-1}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 recipe=$root/egs/iwslt2012/punct1
 # shellcheck source=path.sh
 . "$root/path.sh"
 # shellcheck source=local/iwslt2012/gpu_lib.sh
 . "$root/local/iwslt2012/gpu_lib.sh"
+gpu_args "Usage: $0 [--bundle DIR] OUT_DIR [SYSTEM]" "$@" || exit 1
+system=${rest[0]:-nagy_gpu32}
+ngpu=${NGPU:-1}
 gpu_prepare "$bundle" "$recipe" "$out" "$ngpu" || exit 1
 exp=exp/$system
 [ -f "$exp/.done" ] || exp=exp/${system}_decode

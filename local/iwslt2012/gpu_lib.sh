@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# Sourced by the GPU checks (gpu_check.sh, gpu_compile_check.sh). On a machine without
+# Sourced by the GPU checks (gpu_check.sh, gpu_compile_check.sh, gpu_decode_check.sh). On a machine without
 # network, `gpu_unpack BUNDLE RECIPE` makes what local/iwslt2012/gpu_bundle.sh packed in
 # BUNDLE usable there (the IWSLT sets go into the recipe folder RECIPE):
 #   python    a wrapper around python3 when only python3 is installed (not a link,
@@ -32,6 +32,26 @@ gpu_unpack() {
     --unpack || return 1
   python -m tarfile -e "$bundle/iwslt_data.tar.xz" "$recipe" || return 1
   echo "$bundle -> $recipe" > "$tmp/punct_unpacked"
+}
+
+# gpu_args USAGE [--bundle DIR] OUT_DIR [MORE...]: the arguments of a check. Sets
+# bundle (DIR made absolute, or empty), out (OUT_DIR, made, absolute) and rest (MORE);
+# non-zero, with USAGE on stderr where they do not parse, and before OUT_DIR is made
+# where DIR is missing.
+gpu_args() {
+  local usage=$1
+  shift
+  bundle=""
+  if [ "${1:-}" = --bundle ]; then
+    [ $# -ge 3 ] || { echo "$usage" >&2; return 1; }
+    bundle=$(cd "$2" && pwd) || return 1
+    shift 2
+  fi
+  [ $# -ge 1 ] || { echo "$usage" >&2; return 1; }
+  out=$(mkdir -p "$1" && cd "$1" && pwd) || return 1
+  shift
+  # shellcheck disable=SC2034  # read by the check that sourced this file
+  rest=("$@")
 }
 
 # gpu_prepare BUNDLE RECIPE OUT NGPU: BUNDLE unpacked into RECIPE (none when empty), the

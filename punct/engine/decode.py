@@ -459,19 +459,16 @@ class DecodeSettings:
         return self.window / self.stride
 
 
-def device_batch_size(batch_size: int, gpu_batch_tokens: int | None, window: int,
-                      device: torch.device | str) -> int:
-    """Windows per decoding batch: ``batch_size``, and on CUDA at least
-    ``gpu_batch_tokens // window`` (``decode.gpu_batch_tokens``; None: no minimum)."""
-    if torch.device(device).type != "cuda" or not gpu_batch_tokens:
-        return batch_size
-    return max(batch_size, gpu_batch_tokens // window)
+def token_batch_size(batch_size: int, min_tokens: int | None, window: int) -> int:
+    """Windows per decoding batch: ``batch_size``, and at least ``min_tokens // window``
+    (None: no minimum)."""
+    return max(batch_size, min_tokens // window) if min_tokens else batch_size
 
 
-def _batch_tokens(config: Config, device: torch.device | str) -> int | None:
+def _min_batch_tokens(config: Config, device: torch.device | str) -> int | None:
     """``decode.gpu_batch_tokens`` on CUDA, except for windows that carry acoustic frames
     (a family or featurizer reading streams): those grow with the audio, not the tokens,
-    and keep ``decode.batch_size`` on a GPU too."""
+    and keep ``decode.batch_size`` on a GPU too. None elsewhere."""
     if torch.device(device).type != "cuda":
         return None
     if config.streams or Registry.get(config.family).needs_streams:
@@ -489,8 +486,8 @@ def decode_settings(config: Config, device: torch.device | str = "cpu", *,
 
     ``per_token`` N sets ``stride = window // N`` (``punct.data.windows.stride_for``) and
     cannot be combined with ``stride``; bf16 ``auto`` is resolved for ``device``; the
-    batch is ``device_batch_size``'s (``decode.gpu_batch_tokens`` on CUDA, except for
-    windows with acoustic frames).
+    batch is at least ``decode.gpu_batch_tokens`` on CUDA, except for windows with
+    acoustic frames (``token_batch_size``).
     """
 
     dec = config.decode
@@ -503,8 +500,8 @@ def decode_settings(config: Config, device: torch.device | str = "cpu", *,
     stride = stride or min(cfg_stride, window)
     if not 1 <= stride <= window:
         raise PunctInputError(f"need 1 <= stride <= window, got window {window} stride {stride}")
-    size = batch_size or device_batch_size(dec.batch_size, _batch_tokens(config, device),
-                                           window, device)
+    size = batch_size or token_batch_size(dec.batch_size, _min_batch_tokens(config, device),
+                                          window)
     if size < 1:
         raise PunctInputError(f"batch size must be >= 1, got {size}")
     mode = aggregate or dec.aggregate
