@@ -44,7 +44,13 @@ from punct.infer.casing import CaseKeeper
 from punct.infer.inputs import record_words
 from punct.infer.quiet import set_loading_verbosity
 from punct.infer.scores import confidence
-from punct.infer.stream import Document, InputWord, Segment, text_input_words
+from punct.infer.stream import (
+    Document,
+    InputWord,
+    Segment,
+    default_batch_words,
+    text_input_words,
+)
 from punct.infer.stream import Restorer as Engine
 from punct.infer.subtitles import sentences
 from punct.labels import CANONICAL, OPENING_LABELS
@@ -87,7 +93,7 @@ class Restorer:
 
     def __init__(self, system: System, *, device: str | torch.device = "auto",
                  precision: str | None = None, backend: str = "auto", checkpoint: str = "best",
-                 batch_words: int = 2048, block_words: int = 512,
+                 batch_words: int | None = None, block_words: int = 512,
                  context_words: int | None = None,
                  nonspeech: NonSpeechMap | str | None = None, **decode: Any):
         if precision is not None and precision not in PRECISIONS:
@@ -116,6 +122,8 @@ class Restorer:
         # per-mark thresholds: ``decode.thresholds`` of the loaded config (thresholds.json)
         self.settings = settings = decode_settings(system.config, self.device, bf16=bf16,
                                                    **decode)
+        if batch_words is None:
+            batch_words = default_batch_words(settings, self.device)
         self.engine = Engine(model, system.featurizer, system.label_set, settings, self.device,
                              batch_words, block_words, context_words)
         self.nonspeech = load_nonspeech_map(nonspeech)
@@ -137,7 +145,8 @@ class Restorer:
         ``model.onnx`` / ``model.int8.onnx``); ``Restorer.backend`` says which runs.
         Other options:
         ``window``, ``stride``, ``per_token``, ``batch_size``, ``aggregate``,
-        ``threshold``, ``constraints`` (False: no document rules), ``batch_words``,
+        ``threshold``, ``constraints`` (False: no document rules), ``batch_words``
+        (None: 2048, on CUDA at least one decoding batch, ``default_batch_words``),
         ``block_words``, ``context_words`` (see docs/RESTORE.md)."""
         set_loading_verbosity(verbose)
         system = load_system(path_or_hub_id, pick_device(device), checkpoint, revision)

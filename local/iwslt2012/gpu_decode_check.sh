@@ -7,7 +7,11 @@
 # "default": the config's, decode.gpu_batch_tokens on a GPU), each with its engine split
 # into plan, predict and decide, and for those in PROFILE_BATCHES (default "default 512";
 # profiling 75 batches of 32 takes minutes) torch.profiler's table of one engine run
-# (--profile-engine), into OUT_DIR/b<N>/. Everything goes into
+# (--profile-engine), into OUT_DIR/b<N>/; then punct-restore on the training text (one
+# document per utterance) as a user runs it, once per flush size of RESTORE_BATCH_WORDS
+# (default "default 2048": the CUDA default, a whole decoding batch, against the CPU's),
+# its summary line in OUT_DIR/restore_<N>.log (each at most RESTORE_LIMIT seconds, default
+# STEP_LIMIT). Everything goes into
 # OUT_DIR.tar.gz beside OUT_DIR, the one file to fetch. Each step at most STEP_LIMIT
 # seconds (default 120). Data and encoder as for gpu_check.sh (--bundle DIR).
 # Usage: local/iwslt2012/gpu_decode_check.sh [--bundle DIR] OUT_DIR [SYSTEM]
@@ -40,5 +44,17 @@ for batch in ${DECODE_BATCHES:-32 128 512}; do
     --data-dir data/train --out-dir "$out/b$batch" --device "$(gpu_device "$ngpu")" \
     --reps 3 "${extra[@]+"${extra[@]}"}" --no-pipeline > "$out/b$batch.log" 2>&1
   echo "batch $batch: exit $?" | tee -a "$out/summary.txt"
+done
+input=${TMPDIR:-/tmp}/punct_restore_input.txt  # not in the tarball
+cut -d' ' -f2- data/train/text > "$input"
+for words in ${RESTORE_BATCH_WORDS-default 2048}; do
+  extra=(--batch-words "$words")
+  [ "$words" = default ] && extra=()
+  timeout --kill-after=15 "${RESTORE_LIMIT:-${STEP_LIMIT:-120}}" python -m punct.bin.restore \
+    --exp-dir "$exp" \
+    --device "$(gpu_device "$ngpu")" "${extra[@]+"${extra[@]}"}" "$input" \
+    > /dev/null 2> "$out/restore_$words.log"
+  echo "restore $words: exit $? $(grep -m1 'words/s' "$out/restore_$words.log")" \
+    | tee -a "$out/summary.txt"
 done
 tar czf "$out.tar.gz" -C "$(dirname "$out")" "$(basename "$out")"

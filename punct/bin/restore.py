@@ -121,8 +121,10 @@ def build_parser(prog: str = "punct-restore") -> argparse.ArgumentParser:
                         default=None, help="decide word by word, without the document rules "
                         "(paired quotes, capitals after sentence ends, a final mark; "
                         "default: decode.constraints)")
-    parser.add_argument("--batch-words", type=int, default=2048,
-                        help="decode once this many words wait (latency vs. throughput)")
+    parser.add_argument("--batch-words", type=int, default=None,
+                        help="decode once this many words wait (latency vs. throughput; "
+                             "default 2048, on CUDA at least a decoding batch: batch size "
+                             "x stride)")
     parser.add_argument("--block-words", type=int, default=512,
                         help="long documents are restored in blocks of this many words")
     parser.add_argument("--context-words", type=int, default=None,

@@ -169,36 +169,68 @@ def split_words(text: str) -> list[str]:
     return split_tokens(text)[0]
 
 
+_SKIP, _NONSPEECH, _PASSTHROUGH, _WORD = range(4)
+_SPLIT_CACHE_SIZE = 1 << 17
+"""Tokens whose split ``split_tokens`` remembers per (non-speech map, cased) pair: a
+corpus' vocabulary; the table starts afresh when full."""
+_SPLITS: dict[tuple[int, bool], tuple[NonSpeechMap, dict[str, tuple[int, str]]]] = {}
+
+
+def _split_one(token: str, ns_map: NonSpeechMap, cased: bool) -> tuple[int, str]:
+    """What ``split_tokens`` makes of one white-space token: its kind and its word."""
+    # no mark is a letter or digit: a token of those alone (most) has none to strip
+    core, trail = (token, "") if token.isalnum() else strip_edge_marks(token)[1:]
+    whole = ns_map.is_nonspeech(token)
+    if whole or (core and core != token and ns_map.is_nonspeech(core)):
+        return _NONSPEECH, token if whole else core
+    if not core:
+        return _SKIP, ""
+    if is_passthrough(core):
+        return _PASSTHROUGH, core
+    if cased:
+        dot = trail.startswith(".") and is_dotted_abbreviation(core)
+        return _WORD, core + "." if dot else core
+    return _WORD, core.lower()
+
+
+def _split_table(ns_map: NonSpeechMap, cased: bool) -> dict[str, tuple[int, str]]:
+    """The remembered splits under ``ns_map`` and ``cased`` (the map is held with its
+    table, so its id cannot be reused while the table lives)."""
+    key = (id(ns_map), cased)
+    entry = _SPLITS.get(key)
+    if entry is None or entry[0] is not ns_map:
+        entry = _SPLITS[key] = (ns_map, {})
+    return entry[1]
+
+
 def split_tokens(text: str) -> tuple[list[str], list[bool]]:
     """``split_words`` of ``text`` and, for each word, whether it is a non-speech token
-    of the active map (so that a reader need not ask again)."""
+    of the active map (so that a reader need not ask again). Each distinct token is
+    split once (``_split_one``); the tally still counts every occurrence."""
     out: list[str] = []
     flags: list[bool] = []
     counter = _ACTIVE.get()
     ns_map = active_map()
     cased = _CASED.get()
-    is_nonspeech = ns_map.is_nonspeech
+    table = _split_table(ns_map, cased)
     for token in text.split():
-        # no mark is a letter or digit: a token of those alone (most) has none to strip
-        core, trail = (token, "") if token.isalnum() else strip_edge_marks(token)[1:]
-        whole = is_nonspeech(token)
-        if whole or (core and core != token and is_nonspeech(core)):
-            kept = token if whole else core
-            out.append(kept)
+        hit = table.get(token)
+        if hit is None:
+            if len(table) >= _SPLIT_CACHE_SIZE:
+                table.clear()
+            hit = table[token] = _split_one(token, ns_map, cased)
+        kind, word = hit
+        if kind == _WORD:  # most tokens
+            out.append(word)
+            flags.append(False)
+        elif kind == _PASSTHROUGH:
+            out.append(word)
+            flags.append(False)
+            if counter is not None:
+                counter.add(word)
+        elif kind == _NONSPEECH:
+            out.append(word)
             flags.append(True)
             if counter is not None:
-                counter.add_nonspeech(kept)
-            continue
-        if not core:
-            continue
-        flags.append(False)
-        if is_passthrough(core):
-            out.append(core)
-            if counter is not None:
-                counter.add(core)
-        elif cased:
-            dot = trail.startswith(".") and is_dotted_abbreviation(core)
-            out.append(core + "." if dot else core)
-        else:
-            out.append(core.lower())
+                counter.add_nonspeech(word)
     return out, flags

@@ -60,7 +60,7 @@ def write_segments(segments: Iterable[Segment], out: TextIO, fmt: str = "text",
             if seg.last:
                 subs.end_document()
         elif fmt in ("text", "kaldi"):
-            text = render_rows(seg.rows)
+            text = " ".join(seg.texts())
             if seg.first and fmt == "kaldi":
                 out.write(seg.doc_id + (" " if text else ""))
             elif not seg.first and text:

@@ -44,7 +44,7 @@ from punct.engine.decode import (
 )
 from punct.engine.symbols import active_map, is_passthrough, split_tokens
 from punct.errors import PunctInputError
-from punct.labels import CAP_LABELS, LabelSet, apply_cap
+from punct.labels import CAP_LABELS, LabelSet, apply_cap, written
 from punct.models.base import Featurizer, PunctModel, WordSeq
 from punct.wordtable import WordRow
 
@@ -71,7 +71,10 @@ def plain_words(words: Iterable[str]) -> list[InputWord]:
 def text_input_words(text: str) -> list[InputWord]:
     """The untimed input words of a text (``split_tokens``: each word classified once)."""
     words, nonspeech = split_tokens(text)
-    return [InputWord(w, None, None, None, flag)
+    # tuple.__new__ makes the same named tuple without the generated __new__'s call
+    # (a third of the time of this function, which runs once per input word)
+    new = tuple.__new__
+    return [new(InputWord, (w, None, None, None, flag))
             for w, flag in zip(words, nonspeech, strict=True)]
 
 
@@ -117,16 +120,82 @@ class RowScores:
         return out
 
 
-@dataclass
-class Segment:
-    """Restored words of one document, in order; a long document comes in several."""
+@dataclass(eq=False)
+class SegmentColumns:
+    """The restored words of a segment as columns, one list per ``WordRow`` field (the
+    rows are made only for the writers that read them): the words ``doc_start ..`` of
+    their document; ``inputs`` are the input words (their times)."""
 
-    doc_id: str
-    rows: list[WordRow]
-    first: bool = True
-    last: bool = True
-    #: the model's probabilities for the rows (None where there are none)
-    scores: RowScores | None = field(default=None, repr=False)
+    doc_start: int
+    words: list[str]  # lower-cased
+    forms: list[str]
+    punct: list[tuple[str, ...]]
+    caps: list[str]
+    inputs: Sequence[InputWord]
+
+    def rows(self, doc_id: str) -> list[WordRow]:
+        """The ``WordRow`` of every word."""
+        return [WordRow(doc_id, i, word, form, punct, cap, w.start, w.end, w.pause_after)
+                for i, word, form, punct, cap, w in zip(
+                    range(self.doc_start, self.doc_start + len(self.words)), self.words,
+                    self.forms, self.punct, self.caps, self.inputs, strict=True)]
+
+
+class Segment:
+    """Restored words of one document, in order; a long document comes in several.
+
+    Made from rows, or from columns (``SegmentColumns``, the restorer's: the text writers
+    read the columns, and the rows are made on first use of ``rows``)."""
+
+    def __init__(self, doc_id: str, rows: list[WordRow] | None = None, first: bool = True,
+                 last: bool = True, scores: RowScores | None = None,
+                 columns: SegmentColumns | None = None):
+        if (rows is None) == (columns is None):
+            raise ValueError("a segment is made of rows or of columns (one of the two)")
+        self.doc_id = doc_id
+        self.first = first
+        self.last = last
+        #: the model's probabilities for the rows (None where there are none)
+        self.scores = scores
+        self._rows = rows
+        self._columns = columns
+
+    @property
+    def rows(self) -> list[WordRow]:
+        """One ``WordRow`` per word (made from the columns on first use)."""
+        if self._rows is None:
+            assert self._columns is not None
+            self._rows = self._columns.rows(self.doc_id)
+        return self._rows
+
+    @property
+    def columns(self) -> SegmentColumns | None:
+        """The columns the segment was made of (None: made of rows)."""
+        return self._columns
+
+    def __len__(self) -> int:
+        return len(self._rows if self._columns is None else self._columns.words)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Segment):
+            return NotImplemented
+        return ((self.doc_id, self.first, self.last, self.rows, self.scores)
+                == (other.doc_id, other.first, other.last, other.rows, other.scores))
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return (f"Segment(doc_id={self.doc_id!r}, words={len(self)}, first={self.first}, "
+                f"last={self.last})")
+
+    def texts(self) -> list[str]:
+        """Each word as written: its marks and its form (``punct.labels.written``)."""
+        if self._columns is None:
+            return [written(r.form, r.punct) for r in self.rows]
+        cols = self._columns
+        # most words have no mark: written as their form, without a call
+        return [written(form, punct) if punct else form
+                for form, punct in zip(cols.forms, cols.punct, strict=True)]
 
     @property
     def probs(self) -> list[dict[str, float] | None] | None:
@@ -148,12 +217,27 @@ class _Unit:
     seq: WordSeq | None = field(default=None, repr=False)
 
 
+BATCH_WORDS = 2048
+"""Words that wait before they are decoded together (``Restorer.batch_words``), at the
+least; on CUDA enough for a whole decoding batch (``default_batch_words``)."""
+
+
+def default_batch_words(settings: DecodeSettings, device: torch.device | str) -> int:
+    """``BATCH_WORDS``, and on CUDA at least ``batch_size * stride`` words: a window
+    starts at least ``stride`` pieces after the one before and a word has one piece or
+    more, so that many words fill a whole decoding batch (``decode.gpu_batch_tokens``
+    makes a GPU's batches large: 2,048 words would fill a sixth of nagy's 256 windows)."""
+    if torch.device(device).type != "cuda":
+        return BATCH_WORDS
+    return max(BATCH_WORDS, settings.batch_size * settings.stride)
+
+
 class Restorer:
     """Punctuates and cases documents with a trained model (see the module docstring)."""
 
     def __init__(self, model: PunctModel, featurizer: Featurizer, label_set: LabelSet,
                  settings: DecodeSettings, device: torch.device | str = "cpu",
-                 batch_words: int = 2048, block_words: int = 512,
+                 batch_words: int = BATCH_WORDS, block_words: int = 512,
                  context_words: int | None = None):
         if batch_words < 1 or block_words < 1:
             raise PunctInputError("batch_words and block_words must be >= 1")
@@ -172,6 +256,7 @@ class Restorer:
         self.words_done = 0
         self._carry: dict[str, int] = {}  # document rules' state at a block cut
         self._mark_sets = MarkSets(label_set.labels)  # each set put in order once
+        self._forms = CasedForms()  # each cased form written once
 
     # -- public
     def restore(self, docs: Iterable[Document]) -> Iterator[Segment]:
@@ -190,6 +275,9 @@ class Restorer:
 
     # -- cutting documents into units
     def _units(self, doc: Document) -> Iterator[_Unit]:
+        if isinstance(doc.words, list):  # read already (a line of text): cut by slices
+            yield from self._list_units(doc, doc.words)
+            return
         block, context = self.block_words, self.context_words
         buf: list[InputWord] = []
         buf_start = 0  # document index of buf[0]
@@ -210,6 +298,20 @@ class Restorer:
         lo = next_keep - buf_start
         yield _Unit(doc.doc_id, buf, buf_start, (lo, len(buf)), first, True, doc.lang)
 
+    def _list_units(self, doc: Document, words: list[InputWord]) -> Iterator[_Unit]:
+        """``_units`` of a document whose words are a list: the same units, sliced."""
+        block, context = self.block_words, self.context_words
+        next_keep, first = 0, True
+        while len(words) - next_keep >= block + context:
+            start = max(0, next_keep - context)
+            yield _Unit(doc.doc_id, words[start:next_keep + block + context], start,
+                        (next_keep - start, next_keep - start + block), first, False, doc.lang)
+            first = False
+            next_keep += block
+        start = max(0, next_keep - context)
+        yield _Unit(doc.doc_id, words[start:], start, (next_keep - start, len(words) - start),
+                    first, True, doc.lang)
+
     # -- decoding a batch of units
     def _flush(self, units: Sequence[_Unit]) -> Iterator[Segment]:
         n_labels = len(self.label_set.labels)
@@ -222,20 +324,23 @@ class Restorer:
             words = unit.words
             lo, hi = unit.keep
             speech = None
-            if any(w.nonspeech for w in words):
-                speech = [i for i, w in enumerate(words) if not w.nonspeech]
+            # the input words' fields as columns (word, start, end, pause_after, nonspeech)
+            columns = list(zip(*words, strict=True))
+            if columns and any(columns[4]):
+                speech = [i for i, flag in enumerate(columns[4]) if not flag]
                 words = [words[i] for i in speech]
                 lo, hi = _speech_range(speech, lo, hi)
+                columns = list(zip(*words, strict=True))
             speech_of.append(speech)
             if not words:
                 continue
             n = len(words)
-            # None -> NaN (numpy's float conversion); one list per column
-            pauses = np.array([w.pause_after for w in words], dtype=np.float32)
+            # None -> NaN (numpy's float conversion)
+            pauses = np.array(columns[3], dtype=np.float32)
             times = np.empty((n, 2), dtype=np.float64)
-            times[:, 0] = [w.start for w in words]
-            times[:, 1] = [w.end for w in words]
-            unit.seq = WordSeq(unit.doc_id, [w.word.lower() for w in words], pauses,
+            times[:, 0] = columns[1]
+            times[:, 1] = columns[2]
+            unit.seq = WordSeq(unit.doc_id, list(map(str.lower, columns[0])), pauses,
                                np.zeros((n, n_labels), dtype=np.float32),
                                np.zeros(n, dtype=np.int64), offset, unit.lang, times=times)
             seqs.append(unit.seq)
@@ -270,24 +375,65 @@ class Restorer:
             raise RuntimeError("a unit with speech words was not decoded")
         k0, k1 = _speech_range(speech, lo, hi)  # positions of its own words in ``seq``
         g0, g1 = seq.offset + k0, seq.offset + k1
-        unit_caps = [CAP_LABELS[c] for c in caps[g0:g1].tolist()]
-        unit_marks = chosen[g0:g1]
+        self.words_done += k1 - k0
+        scores_of = pred.punct[g0:g1].copy()
+        if speech is not None:  # non-speech tokens among the words: row by row
+            rows = self._mixed_rows(unit, speech, k0, chosen[g0:g1], caps[g0:g1])
+            where = [i - lo for i in speech[k0:k1]]
+            scores = RowScores(self.label_set.labels, scores_of, len(rows), where)
+            return Segment(unit.doc_id, rows, unit.first, unit.last, scores)
+        inputs = unit.words[lo:hi]
+        words = seq.words[k0:k1]  # lower-cased, as the model saw them
+        forms = self._forms.of([w.word for w in inputs], caps[g0:g1])
+        columns = SegmentColumns(unit.doc_start + lo, words, forms, chosen[g0:g1],
+                                 [CAP_LABELS[c] for c in caps[g0:g1].tolist()], inputs)
+        scores = RowScores(self.label_set.labels, scores_of, len(words))
+        return Segment(unit.doc_id, None, unit.first, unit.last, scores, columns)
+
+    def _mixed_rows(self, unit: _Unit, speech: list[int], k0: int,
+                    marks: list[tuple[str, ...]], caps: np.ndarray) -> list[WordRow]:
+        """The rows of a unit's own words when non-speech tokens are among them."""
+        lo, hi = unit.keep
         doc_id, doc_start, words = unit.doc_id, unit.doc_start, unit.words
+        cap_names = [CAP_LABELS[c] for c in caps.tolist()]
         rows: list[WordRow] = []
         for i in range(lo, hi):
             w = words[i]
             if w.nonspeech:
                 rows.append(_nonspeech_row(unit, i))
                 continue
-            k = i - lo if speech is None else bisect_left(speech, i) - k0
-            cap = unit_caps[k]
+            k = bisect_left(speech, i) - k0
+            cap = cap_names[k]
             form = w.word if is_passthrough(w.word) else apply_cap(w.word, cap)
-            rows.append(WordRow(doc_id, doc_start + i, w.word.lower(), form, unit_marks[k],
+            rows.append(WordRow(doc_id, doc_start + i, w.word.lower(), form, marks[k],
                                 cap, w.start, w.end, w.pause_after))
-        self.words_done += k1 - k0
-        where = None if speech is None else [i - lo for i in speech[k0:k1]]
-        scores = RowScores(self.label_set.labels, pred.punct[g0:g1].copy(), len(rows), where)
-        return Segment(doc_id, rows, unit.first, unit.last, scores)
+        return rows
+
+
+class CasedForms:
+    """Each word's written form under each capitalisation class, found once per (form,
+    class): a pass-through word as it came, any other as ``apply_cap`` writes it."""
+
+    def __init__(self, limit: int = 1 << 17):
+        self.limit = limit  # forms remembered per class (the table starts afresh when full)
+        self.known: list[dict[str, str]] = [{} for _ in CAP_LABELS]
+
+    def of(self, words: Sequence[str], caps: np.ndarray) -> list[str]:
+        """The written form of each word under its class (an index into ``CAP_LABELS``):
+        a word without a capital (most words) as it is, the others looked up."""
+        out = list(words)
+        known = self.known
+        where = np.flatnonzero(caps)
+        for i, cap in zip(where.tolist(), caps[where].tolist(), strict=True):
+            word = out[i]
+            form = known[cap].get(word)
+            if form is None:
+                if len(known[cap]) >= self.limit:
+                    known[cap].clear()
+                form = known[cap][word] = (word if is_passthrough(word)
+                                           else apply_cap(word, CAP_LABELS[cap]))
+            out[i] = form
+        return out
 
 
 def _speech_range(speech: list[int] | None, lo: int, hi: int) -> tuple[int, int]:

@@ -1,0 +1,187 @@
+"""The restore path's columns: segments made of columns, keep-case over them, and the
+per-form tables of the text path (token splits, cased forms, keep-case facts)."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pytest
+from helpers.rules import IWSLT, RuleModel, WordFeaturizer, rule_restorer
+
+from punct.data.nonspeech import NonSpeechMap
+from punct.engine import symbols
+from punct.engine.decode import DecodeSettings
+from punct.engine.symbols import cased_input, split_tokens, tally
+from punct.infer.casing import CaseKeeper
+from punct.infer.inputs import read_text
+from punct.infer.outputs import write_segments
+from punct.infer.stream import (
+    BATCH_WORDS,
+    CasedForms,
+    Document,
+    InputWord,
+    Restorer,
+    Segment,
+    default_batch_words,
+)
+from punct.wordtable import WordRow, render_rows
+
+SETTINGS = DecodeSettings(window=4, stride=2, batch_size=3, aggregate="mean", bf16=False,
+                          threshold=0.5)
+
+
+def _restorer() -> Restorer:
+    return Restorer(RuleModel(), WordFeaturizer(), IWSLT, SETTINGS, "cpu", batch_words=7,
+                    block_words=5, context_words=2)
+
+
+def _timed(words: list[str]) -> list[InputWord]:
+    return [InputWord(w, float(k), k + 0.5, 0.9 if w == "pause" else 0.1)
+            for k, w in enumerate(words)]
+
+
+WORDS = "we stop here pause then go on stop and again we go pause now".split()
+
+
+def test_segments_of_columns_give_the_rows_of_the_row_by_row_path() -> None:
+    plain = list(_restorer().restore([Document("d", _timed(WORDS))]))
+    # a non-speech token among the words sends every segment of it down the row path
+    mixed_words = _timed(WORDS)
+    mixed_words.insert(6, InputWord("[noise]", 5.8, 5.9, None, nonspeech=True))
+    mixed = list(_restorer().restore([Document("d", mixed_words)]))
+    assert all(seg.columns is not None for seg in plain)
+    assert any(seg.columns is None for seg in mixed)
+    rows = [r for seg in plain for r in seg.rows]
+    speech = [r for seg in mixed for r in seg.rows if r.word != "[noise]"]
+    assert [r.idx for r in rows] == list(range(len(WORDS)))
+
+    def fields(r: WordRow) -> tuple:
+        return (r.utt_id, r.word, r.form, r.punct, r.cap, r.start, r.end, r.pause_after)
+
+    assert [fields(r) for r in rows] == [fields(r) for r in speech]
+    assert rows[1].punct == ("PERIOD",) and rows[2].form == "Here"  # the rules did decide
+    for seg in plain + mixed:
+        assert " ".join(seg.texts()) == render_rows(seg.rows)
+        assert len(seg) == len(seg.rows)
+
+
+def test_a_segment_is_made_of_rows_or_of_columns() -> None:
+    with pytest.raises(ValueError, match="rows or of columns"):
+        Segment("d")
+    seg = next(_restorer().restore([Document("d", _timed(WORDS[:3]))]))
+    with pytest.raises(ValueError, match="rows or of columns"):
+        Segment("d", seg.rows, columns=seg.columns)
+    same = Segment("d", list(seg.rows), seg.first, seg.last, seg.scores)
+    assert same == seg and same.columns is None
+
+
+def _keep_case(text: str, keep: bool | None) -> str:
+    out = io.StringIO()
+    keeper = CaseKeeper(keep)
+    with tally(None), cased_input():
+        docs = keeper.documents(read_text(io.BytesIO(text.encode()), "in"))
+        write_segments(keeper.segments(_restorer().restore(docs)), out, "text")
+    return out.getvalue()
+
+
+def test_keep_case_puts_kept_forms_into_columns_and_rows_alike() -> None:
+    text = "we met the USA team stop then the iPhone came to the U.S.\n"
+    expected = "We met the USA team stop. Then the iPhone came to the U.S.\n"
+    assert _keep_case(text, True) == expected
+    assert _keep_case(text, None) == expected  # already cased: kept
+    assert _keep_case(text, False) == ("We met the usa team stop. Then the iphone came to the "
+                                       "u.s.\n")
+    # the same words with a non-speech token: the row path, the same forms
+    noisy = text.replace("team", "team [noise]")
+    assert _keep_case(noisy, True) == expected.replace("team", "team [noise]")
+
+
+def test_keep_case_refuses_segments_that_do_not_match_the_words_read() -> None:
+    words = [InputWord(w) for w in "the USA team".split()]
+    keeper = CaseKeeper(True)
+    doc = next(iter(keeper.documents([Document("d", words)])))
+    seen = list(doc.words)
+    assert [w.word for w in seen] == ["the", "usa", "team"]
+    segs = list(_restorer().restore([Document("d", seen)]))
+    assert segs[0].columns is not None
+    assert isinstance(doc.words, list)  # a list stays a list (read at once)
+    ahead = CaseKeeper(True)
+    streamed = next(iter(ahead.documents([Document("d", iter(words))])))
+    next(iter(streamed.words))  # 1 word of 3 read from a stream
+    with pytest.raises(RuntimeError, match="no input word"):
+        next(ahead.segments([segs[0]]))
+    short = Segment("d", segs[0].rows[:2])
+    with pytest.raises(RuntimeError, match="read but never restored"):
+        next(keeper.segments([short]))
+    other = CaseKeeper(True)
+    list(next(iter(other.documents([Document("e", words)]))).words)
+    with pytest.raises(RuntimeError, match="came out where word 0 of 'e'"):
+        next(other.segments(segs))
+
+
+def test_token_splits_are_remembered_per_map_and_case_and_counted_each_time() -> None:
+    text = "Hello, U.S. 😀 [noise], Hello 😀 [noise]"
+    with tally(None) as counter:
+        first = split_tokens(text)
+        again = split_tokens(text)
+    assert first == again == (["hello", "u.s", "😀", "[noise]", "hello", "😀", "[noise]"],
+                               [False, False, False, True, False, False, True])
+    assert counter.words == 4 and counter.nonspeech == 4  # every occurrence, both calls
+    with tally(None), cased_input():
+        assert split_tokens(text)[0] == ["Hello", "U.S.", "😀", "[noise]", "Hello", "😀",
+                                         "[noise]"]
+    uhm = NonSpeechMap("uhm", nonspeech=frozenset({"uhm"}))
+    with tally(uhm):
+        assert split_tokens("so uhm, yes") == (["so", "uhm", "yes"], [False, True, False])
+    with tally(None):
+        assert split_tokens("so uhm, yes") == (["so", "uhm", "yes"], [False, False, False])
+
+
+def test_a_full_split_table_starts_afresh_with_the_same_splits(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    text = " ".join(f"Word{k}, x{k % 3}." for k in range(50))
+    with tally(None):
+        expected = split_tokens(text)
+    monkeypatch.setattr(symbols, "_SPLITS", {})
+    monkeypatch.setattr(symbols, "_SPLIT_CACHE_SIZE", 4)
+    with tally(None):
+        assert split_tokens(text) == expected
+        assert all(len(table) <= 4 for _, table in symbols._SPLITS.values())
+
+
+def test_cased_forms_write_each_class_and_keep_pass_through_words() -> None:
+    forms = CasedForms(limit=1)
+    words = ["hello", "😀x", "usa", "hello", "ñu", "2nd"]
+    caps = np.array([1, 1, 2, 0, 1, 1])
+    expected = ["Hello", "😀x", "USA", "hello", "Ñu", "2Nd"]
+    assert forms.of(words, caps) == expected
+    assert forms.of(words, caps) == expected  # from the tables (cleared when full)
+    assert all(len(table) <= 1 for table in forms.known)
+
+
+@pytest.mark.parametrize("n_words", [0, 4, 7, 9, 12, 13, 30])
+def test_a_list_of_words_is_cut_into_the_units_of_a_stream(n_words: int) -> None:
+    words = _timed([WORDS[k % len(WORDS)] for k in range(n_words)])
+    restorer = Restorer(RuleModel(), WordFeaturizer(), IWSLT, SETTINGS, "cpu",
+                        block_words=4, context_words=3)
+    from_list = [(u.words, u.doc_start, u.keep, u.first, u.last)
+                 for u in restorer._units(Document("d", words))]
+    from_stream = [(u.words, u.doc_start, u.keep, u.first, u.last)
+                   for u in restorer._units(Document("d", iter(words)))]
+    assert from_list == from_stream
+    # a cut each time block + context (7) words wait beyond the last cut, then the rest
+    assert len(from_list) == 1 + ((n_words - 7) // 4 + 1 if n_words >= 7 else 0)
+    assert list(_restorer().restore([Document("d", words)])) == list(
+        _restorer().restore([Document("d", iter(words))]))
+
+
+def test_a_flush_on_cuda_holds_a_whole_decoding_batch() -> None:
+    nagy_gpu = DecodeSettings(window=128, stride=64, batch_size=256, aggregate="mean",
+                              bf16=False, threshold=0.5)
+    assert default_batch_words(nagy_gpu, "cpu") == BATCH_WORDS == 2048
+    assert default_batch_words(nagy_gpu, "cuda") == 256 * 64
+    assert default_batch_words(SETTINGS, "cuda:0") == BATCH_WORDS  # small batches: the floor
+    assert _restorer().batch_words == 7
+    assert Restorer(RuleModel(), WordFeaturizer(), IWSLT, SETTINGS, "cpu").batch_words == 2048
+    assert rule_restorer().engine.batch_words == 2048  # the API's default on the CPU
