@@ -146,7 +146,7 @@ class Restorer:
         Other options:
         ``window``, ``stride``, ``per_token``, ``batch_size``, ``aggregate``,
         ``threshold``, ``constraints`` (False: no document rules), ``batch_words``
-        (None: 2048, on CUDA at least one decoding batch, ``default_batch_words``),
+        (None: 2048, on CUDA at least a decoding batch, ``default_batch_words``),
         ``block_words``, ``context_words`` (see docs/RESTORE.md)."""
         set_loading_verbosity(verbose)
         system = load_system(path_or_hub_id, pick_device(device), checkpoint, revision)

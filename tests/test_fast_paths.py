@@ -86,3 +86,22 @@ def test_bench_restore_times_the_whole_path(tmp_path: Path,
     assert 12500 < report["words_restored"] <= report["words"]
     assert 0 < report["model_seconds"] < report["seconds"]
     assert report["us_per_word"] > report["us_per_word_outside_engine"] > 0
+
+
+@pytest.mark.skipif(not SHARED.is_dir(), reason="no shared IWSLT 2012 copy")
+def test_bench_restore_reads_a_ctm_of_the_same_words(tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]
+                                                     ) -> None:
+    out = tmp_path / "restore.json"
+    assert bench_restore.main(["--stub-encoder", "--iwslt", str(SHARED / "che_original" /
+                               "test2011"), "--family", "nagy", "--window", "32", "--reps",
+                               "1", "--input-format", "ctm", "--json", str(out)]) == 0
+    capsys.readouterr()
+    report = json.loads(out.read_text())
+    assert report["input_format"] == "ctm" and report["documents"] == 64
+    assert report["output_lines"] == 64 and 12500 < report["words_restored"] <= 12626
+    ctm = bench_restore.ctm_lines([["a", "b"], ["c"]]).splitlines()
+    assert ctm == ["rec00000 1 0.00 0.20 a", "rec00000 1 0.25 0.20 b",
+                   "rec00001 1 0.00 0.20 c"]
+    spaced = bench_restore.ctm_lines([["w"] * 13])
+    assert spaced.splitlines()[12] == "rec00000 1 3.60 0.20 w"  # 0.6 s more after the 12th

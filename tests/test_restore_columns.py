@@ -3,6 +3,7 @@ per-form tables of the text path (token splits, cased forms, keep-case facts).""
 
 from __future__ import annotations
 
+import dataclasses
 import io
 
 import numpy as np
@@ -25,6 +26,7 @@ from punct.infer.stream import (
     Segment,
     default_batch_words,
 )
+from punct.models.base import WordSeq
 from punct.wordtable import WordRow, render_rows
 
 SETTINGS = DecodeSettings(window=4, stride=2, batch_size=3, aggregate="mean", bf16=False,
@@ -70,8 +72,10 @@ def test_a_segment_is_made_of_rows_or_of_columns() -> None:
     with pytest.raises(ValueError, match="rows or of columns"):
         Segment("d")
     seg = next(_restorer().restore([Document("d", _timed(WORDS[:3]))]))
+    columns = seg.columns
+    assert columns is not None
     with pytest.raises(ValueError, match="rows or of columns"):
-        Segment("d", seg.rows, columns=seg.columns)
+        Segment("d", seg.rows, columns=columns)
     same = Segment("d", list(seg.rows), seg.first, seg.last, seg.scores)
     assert same == seg and same.columns is None
 
@@ -143,11 +147,13 @@ def test_a_full_split_table_starts_afresh_with_the_same_splits(
     text = " ".join(f"Word{k}, x{k % 3}." for k in range(50))
     with tally(None):
         expected = split_tokens(text)
-    monkeypatch.setattr(symbols, "_SPLITS", {})
     monkeypatch.setattr(symbols, "_SPLIT_CACHE_SIZE", 4)
-    with tally(None):
+    fresh = NonSpeechMap("fresh")  # no table yet
+    with tally(fresh):
         assert split_tokens(text) == expected
-        assert all(len(table) <= 4 for _, table in symbols._SPLITS.values())
+        assert split_tokens(text) == expected
+    assert list(fresh.splits) == [False] and 0 < len(fresh.splits[False]) <= 4
+    assert NonSpeechMap("fresh") == fresh  # the tables are not part of the map's value
 
 
 def test_cased_forms_write_each_class_and_keep_pass_through_words() -> None:
@@ -176,12 +182,48 @@ def test_a_list_of_words_is_cut_into_the_units_of_a_stream(n_words: int) -> None
         _restorer().restore([Document("d", iter(words))]))
 
 
-def test_a_flush_on_cuda_holds_a_whole_decoding_batch() -> None:
+@pytest.mark.parametrize("doc_words", [1, 3, 4, 5, 9, 40])
+def test_a_flush_on_cuda_makes_a_whole_decoding_batch(doc_words: int) -> None:
+    """On CUDA ``default_batch_words`` words give at least ``batch_size`` windows, however
+    long the documents (one piece per word: the fewest windows)."""
+    settings = DecodeSettings(window=4, stride=2, batch_size=700, aggregate="mean",
+                              bf16=False, threshold=0.5)
+    words = default_batch_words(settings, "cuda")
+    assert words == 700 * 4
+    seqs = [WordSeq(f"d{k}", ["w"] * len(chunk), np.zeros(len(chunk), dtype=np.float32),
+                    np.zeros((len(chunk), 3), dtype=np.float32),
+                    np.zeros(len(chunk), dtype=np.int64), k)
+            for k, chunk in enumerate(np.array_split(np.arange(words), -(-words // doc_words)))]
+    assert sum(len(s) for s in seqs) == words
+    assert len(WordFeaturizer().windows(seqs, settings.window, settings.stride)) >= 700
+
+
+def test_the_flush_size_is_the_cpus_elsewhere() -> None:
     nagy_gpu = DecodeSettings(window=128, stride=64, batch_size=256, aggregate="mean",
                               bf16=False, threshold=0.5)
     assert default_batch_words(nagy_gpu, "cpu") == BATCH_WORDS == 2048
-    assert default_batch_words(nagy_gpu, "cuda") == 256 * 64
-    assert default_batch_words(SETTINGS, "cuda:0") == BATCH_WORDS  # small batches: the floor
+    assert default_batch_words(nagy_gpu, "cuda:0") == 256 * 128
+    assert default_batch_words(SETTINGS, "cuda") == BATCH_WORDS  # small batches: the floor
     assert _restorer().batch_words == 7
     assert Restorer(RuleModel(), WordFeaturizer(), IWSLT, SETTINGS, "cpu").batch_words == 2048
     assert rule_restorer().engine.batch_words == 2048  # the API's default on the CPU
+
+
+def test_rows_once_read_are_the_segment() -> None:
+    seg = next(_restorer().restore([Document("d", _timed(WORDS[:3]))]))
+    copy = seg.replace(first=False)
+    assert seg.columns is not None and copy.columns is seg.columns and not copy.first
+    seg.rows[0] = dataclasses.replace(seg.rows[0], form="WE")
+    assert seg.columns is None and seg.texts()[0] == "WE" and len(seg) == 3
+    seg.rows = seg.rows[:2]
+    assert len(seg) == 2 and seg.texts() == ["WE", "stop."]
+    assert seg.replace(last=False).rows == seg.rows
+    with pytest.raises(TypeError, match="no field"):
+        seg.replace(words=[])
+
+
+def test_keep_case_facts_table_starts_afresh_when_full(monkeypatch: pytest.MonkeyPatch) -> None:
+    text = "we met the USA team stop then the iPhone came to the U.S.\n"
+    expected = _keep_case(text, True)
+    monkeypatch.setattr(CaseKeeper, "FACTS_LIMIT", 2)
+    assert _keep_case(text, True) == expected

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
+import pickle
 from collections.abc import Iterator
 
 import pytest
@@ -18,6 +21,27 @@ from punct.errors import PunctInputError
 
 def tw(word: str, start: float, end: float, line: int | None = None) -> TimedWord:
     return TimedWord(word, start, end, line)
+
+
+def test_timed_word_init_is_the_declared_fields() -> None:
+    """TimedWord's hand-written ``__init__`` takes the declared fields, in order, with
+    their defaults, and the word behaves as a generated frozen dataclass would (the
+    line is not compared)."""
+    params = list(inspect.signature(TimedWord.__init__).parameters.values())[1:]
+    fields = dataclasses.fields(TimedWord)
+    assert [p.name for p in params] == [f.name for f in fields] == ["word", "start", "end",
+                                                                      "line"]
+    assert [p.default for p in params] == [
+        inspect.Parameter.empty if f.default is dataclasses.MISSING else f.default
+        for f in fields]
+    w = TimedWord("hi", 0.5, end=0.9)
+    assert dataclasses.astuple(w) == ("hi", 0.5, 0.9, None) and w.duration == pytest.approx(0.4)
+    assert w == TimedWord("hi", 0.5, 0.9, 7) and hash(w) == hash(TimedWord("hi", 0.5, 0.9, 7))
+    assert w != TimedWord("hi", 0.5, 1.0)
+    assert dataclasses.replace(w, line=3).line == 3 and w.line is None
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        w.word = "x"  # type: ignore[misc]
+    assert pickle.loads(pickle.dumps(w)) == w
 
 
 def test_gaps_inside_and_the_end_of_document_pause() -> None:

@@ -5,8 +5,10 @@ besides the model.
       [--family autopunct] [--format text] [--no-constraints] [--reps 3]
 
 The input is the IWSLT words as plain text, ``--doc-words`` words per line (one document
-each). Timed (best of ``--reps``, one thread, this process's CPU time) is what the
-command does with it: read the lines and split the words (``read_text``), keep-case
+each), or (``--input-format ctm``) as a CTM of timed words, one recording per
+``--doc-words`` words. Timed (best of ``--reps``, one thread, this process's CPU time) is what the
+command does with it: read the lines and split the words (``read_text``; ``read_ctm``
+and the pauses for a CTM), keep-case
 (``CaseKeeper``, the command's default), the streaming restorer (units, the engine,
 the word rows) and the output writer (``--format``), with the model replaced by
 ``punct.bin.bench_engine``'s stub of ~zero cost. ``model_seconds`` is the engine's own
@@ -39,7 +41,7 @@ from punct.data.windows import stride_for
 from punct.engine.decode import DecodeSettings
 from punct.engine.symbols import cased_input, tally
 from punct.infer.casing import CaseKeeper
-from punct.infer.inputs import read_text
+from punct.infer.inputs import read_ctm, read_text
 from punct.infer.outputs import FORMATS, SUBTITLE_FORMATS, write_segments
 from punct.infer.stream import Restorer
 from punct.labels import get_label_set
@@ -54,9 +56,27 @@ def build_parser() -> argparse.ArgumentParser:
     add_stub_arguments(parser)
     parser.add_argument("--format", choices=[f for f in FORMATS if f not in SUBTITLE_FORMATS],
                         default="text", help="output format (subtitles need timed words)")
+    parser.add_argument("--input-format", choices=INPUT_FORMATS, default="text",
+                        help="the input as lines of text, or as a CTM of timed words "
+                             "(0.25 s a word, a 0.6 s pause after every 12th)")
     parser.add_argument("--reps", type=int, default=3, help="timed runs")
     parser.add_argument("--json", help="also write the result here")
     return parser
+
+
+INPUT_FORMATS = ("text", "ctm")
+
+
+def ctm_lines(blocks: list[list[str]]) -> str:
+    """A CTM of each block of words as one recording: a word every 0.25 s (0.2 s long),
+    a 0.6 s pause after every 12th."""
+    lines = []
+    for b, block in enumerate(blocks):
+        start = 0.0
+        for k, word in enumerate(block, 1):
+            lines.append(f"rec{b:05d} 1 {start:.2f} 0.20 {word}")
+            start += 0.85 if k % 12 == 0 else 0.25
+    return "\n".join(lines) + "\n"
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -65,9 +85,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     ls = get_label_set(FAMILIES[args.family])
     utts = read_utterances(args)
     words = [row.word for rows in utts.values() for row in rows]
-    lines = [" ".join(words[i:i + args.doc_words])
-             for i in range(0, len(words), args.doc_words)]
-    data = ("\n".join(lines) + "\n").encode("utf-8")
+    blocks = [words[i:i + args.doc_words] for i in range(0, len(words), args.doc_words)]
+    data = (ctm_lines(blocks) if args.input_format == "ctm"
+            else "\n".join(" ".join(block) for block in blocks) + "\n").encode("utf-8")
+    reader = read_ctm if args.input_format == "ctm" else read_text
     with tempfile.TemporaryDirectory() as tmp:
         feat = make_featurizer(args.family, utts, args.vocab, args.window, Path(tmp))
     model = stub_model(args.family, len(ls.labels), ls.exclusive)
@@ -80,7 +101,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         out = io.StringIO()
         keeper = CaseKeeper(None)
         with tally(None), cased_input():
-            docs = keeper.documents(read_text(io.BytesIO(data), "bench"))
+            docs = keeper.documents(reader(io.BytesIO(data), "bench"))
             write_segments(keeper.segments(restorer.restore(docs)), out, args.format)
         return restorer, out.getvalue()
 
@@ -94,7 +115,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             best, model_seconds = took, restorer.seconds
     n_words = len(words)
     return {"family": args.family, "format": args.format, "words": n_words,
-            "documents": len(lines), "words_restored": restorer.words_done,
+            "input_format": args.input_format,
+            "documents": len(blocks), "words_restored": restorer.words_done,
             "output_lines": text.count("\n"), "constraints": not args.no_constraints,
             "threads": torch.get_num_threads(), "reps": args.reps,
             "seconds": round(best, 4), "model_seconds": round(model_seconds, 4),

@@ -124,7 +124,7 @@ def build_parser(prog: str = "punct-restore") -> argparse.ArgumentParser:
     parser.add_argument("--batch-words", type=int, default=None,
                         help="decode once this many words wait (latency vs. throughput; "
                              "default 2048, on CUDA at least a decoding batch: batch size "
-                             "x stride)")
+                             "x window, 32768 for nagy; lower it for live input)")
     parser.add_argument("--block-words", type=int, default=512,
                         help="long documents are restored in blocks of this many words")
     parser.add_argument("--context-words", type=int, default=None,

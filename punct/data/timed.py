@@ -62,14 +62,21 @@ Why a constant, and why a long one:
 """
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class TimedWord:
-    """A word with its start and end time in seconds (``line``: its source line, if any)."""
+    """A word with its start and end time in seconds (``line``: its source line, if any).
+
+    Frozen; one is made per word a timed reader reads (a CTM line), so its ``__init__``
+    fills the instance dictionary in one call, as ``WordRow``'s does (tests/test_timed.py
+    holds it to the declared fields)."""
 
     word: str
     start: float
     end: float
     line: int | None = field(default=None, compare=False)
+
+    def __init__(self, word: str, start: float, end: float, line: int | None = None) -> None:
+        self.__dict__.update(word=word, start=start, end=end, line=line)
 
     @property
     def duration(self) -> float:

@@ -30,7 +30,7 @@ import contextlib
 import contextvars
 import functools
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from punct.data.nonspeech import NonSpeechMap, load_nonspeech_map
@@ -171,9 +171,9 @@ def split_words(text: str) -> list[str]:
 
 _SKIP, _NONSPEECH, _PASSTHROUGH, _WORD = range(4)
 _SPLIT_CACHE_SIZE = 1 << 17
-"""Tokens whose split ``split_tokens`` remembers per (non-speech map, cased) pair: a
-corpus' vocabulary; the table starts afresh when full."""
-_SPLITS: dict[tuple[int, bool], tuple[NonSpeechMap, dict[str, tuple[int, str]]]] = {}
+"""Tokens whose split ``split_tokens`` remembers per non-speech map and cased state (a
+corpus' vocabulary; the table starts afresh when full). The tables live on the map
+(``NonSpeechMap.splits``), so they go when the map goes."""
 
 
 def _split_one(token: str, ns_map: NonSpeechMap, cased: bool) -> tuple[int, str]:
@@ -194,43 +194,49 @@ def _split_one(token: str, ns_map: NonSpeechMap, cased: bool) -> tuple[int, str]
 
 
 def _split_table(ns_map: NonSpeechMap, cased: bool) -> dict[str, tuple[int, str]]:
-    """The remembered splits under ``ns_map`` and ``cased`` (the map is held with its
-    table, so its id cannot be reused while the table lives)."""
-    key = (id(ns_map), cased)
-    entry = _SPLITS.get(key)
-    if entry is None or entry[0] is not ns_map:
-        entry = _SPLITS[key] = (ns_map, {})
-    return entry[1]
+    """The remembered splits under ``ns_map`` and ``cased``."""
+    return ns_map.splits.setdefault(cased, {})
 
 
 def split_tokens(text: str) -> tuple[list[str], list[bool]]:
     """``split_words`` of ``text`` and, for each word, whether it is a non-speech token
     of the active map (so that a reader need not ask again). Each distinct token is
     split once (``_split_one``); the tally still counts every occurrence."""
-    out: list[str] = []
-    flags: list[bool] = []
+    return token_splitter()(text)
+
+
+def token_splitter() -> Callable[[str], tuple[list[str], list[bool]]]:
+    """``split_tokens`` bound to the tally, the non-speech map and the cased state in
+    force now: for a reader that splits many short texts (a CTM's words, one by one)
+    without looking them up each time. Call it inside the blocks it should follow."""
     counter = _ACTIVE.get()
     ns_map = active_map()
     cased = _CASED.get()
     table = _split_table(ns_map, cased)
-    for token in text.split():
-        hit = table.get(token)
-        if hit is None:
-            if len(table) >= _SPLIT_CACHE_SIZE:
-                table.clear()
-            hit = table[token] = _split_one(token, ns_map, cased)
-        kind, word = hit
-        if kind == _WORD:  # most tokens
-            out.append(word)
-            flags.append(False)
-        elif kind == _PASSTHROUGH:
-            out.append(word)
-            flags.append(False)
-            if counter is not None:
-                counter.add(word)
-        elif kind == _NONSPEECH:
-            out.append(word)
-            flags.append(True)
-            if counter is not None:
-                counter.add_nonspeech(word)
-    return out, flags
+
+    def split(text: str) -> tuple[list[str], list[bool]]:
+        out: list[str] = []
+        flags: list[bool] = []
+        for token in text.split():
+            hit = table.get(token)
+            if hit is None:
+                if len(table) >= _SPLIT_CACHE_SIZE:
+                    table.clear()
+                hit = table[token] = _split_one(token, ns_map, cased)
+            kind, word = hit
+            if kind == _WORD:  # most tokens
+                out.append(word)
+                flags.append(False)
+            elif kind == _PASSTHROUGH:
+                out.append(word)
+                flags.append(False)
+                if counter is not None:
+                    counter.add(word)
+            elif kind == _NONSPEECH:
+                out.append(word)
+                flags.append(True)
+                if counter is not None:
+                    counter.add_nonspeech(word)
+        return out, flags
+
+    return split

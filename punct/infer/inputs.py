@@ -41,7 +41,12 @@ from typing import Any, BinaryIO
 from punct.data.ctm import SILENCE_TOKENS, parse_ctm_fields
 from punct.data.textgrid import read_textgrid, textgrid_words
 from punct.data.timed import TimedWord, iter_pauses
-from punct.engine.symbols import count_overlap, is_nonspeech_word, split_words
+from punct.engine.symbols import (
+    active_map,
+    count_overlap,
+    split_words,
+    token_splitter,
+)
 from punct.errors import MissingDataError, PunctInputError
 from punct.infer.stream import Document, InputWord, plain_words, text_input_words
 
@@ -110,23 +115,27 @@ def with_pauses(words: Iterable[TimedWord], end_of_audio: float | None, doc_id: 
     held: deque[tuple[TimedWord | None, list[TimedWord]]] = deque([(None, [])])
 
     def speech() -> Iterator[TimedWord]:
+        is_nonspeech = active_map().is_nonspeech  # (read inside the caller's blocks)
         for w in words:
-            if is_nonspeech_word(w.word):
+            if is_nonspeech(w.word):
                 held[-1][1].append(w)
             else:
                 held.append((w, []))
                 yield w
 
-    def release(upto: TimedWord | None) -> Iterator[InputWord]:
-        """The held non-speech tokens up to ``upto`` (None: all)."""
-        while held and (upto is None or held[0][0] is not upto):
-            _, after = held.popleft()
-            yield from (InputWord(n.word, n.start, n.end, None, nonspeech=True) for n in after)
-
     for w, pause in iter_pauses(speech(), end_of_audio, doc_id, name, on_overlap=note_overlap):
-        yield from release(w)  # the non-speech tokens before ``w``
+        while held[0][0] is not w:  # the non-speech tokens before ``w`` (mostly none)
+            after = held.popleft()[1]
+            if after:
+                yield from _nonspeech_words(after)
         yield InputWord(w.word, w.start, w.end, pause)
-    yield from release(None)
+    while held:
+        yield from _nonspeech_words(held.popleft()[1])
+
+
+def _nonspeech_words(tokens: list[TimedWord]) -> Iterator[InputWord]:
+    """Held non-speech tokens as input words, with their own times and no pause."""
+    return (InputWord(n.word, n.start, n.end, None, nonspeech=True) for n in tokens)
 
 
 # ----------------------------------------------------------------------------- text
@@ -178,9 +187,10 @@ class _CtmReader:
 
     def _timed(self, reco: str) -> Iterator[TimedWord]:
         prev_start: float | None = None
+        split = token_splitter()  # (the words are read inside the caller's blocks)
         while self.pending is not None and self.pending[0] == reco:
             _, raw, start, end, lineno = self.pending
-            words = text_words(raw, self.name, lineno)
+            words = split(raw)[0]
             if prev_start is not None and start < prev_start - 1e-6:
                 raise PunctInputError(f"word {raw!r} starts at {start} before the previous "
                                       f"word ({prev_start}): not in time order", self.name,

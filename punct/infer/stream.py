@@ -29,7 +29,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
@@ -162,16 +162,35 @@ class Segment:
 
     @property
     def rows(self) -> list[WordRow]:
-        """One ``WordRow`` per word (made from the columns on first use)."""
+        """One ``WordRow`` per word (made from the columns on first use; from then on the
+        rows are the segment: a change to them is what the writers see)."""
         if self._rows is None:
             assert self._columns is not None
             self._rows = self._columns.rows(self.doc_id)
+            self._columns = None
         return self._rows
+
+    @rows.setter
+    def rows(self, rows: list[WordRow]) -> None:
+        self._rows, self._columns = rows, None
 
     @property
     def columns(self) -> SegmentColumns | None:
-        """The columns the segment was made of (None: made of rows)."""
+        """The columns the segment is made of (None: made of rows, or its rows were read)."""
         return self._columns
+
+    def replace(self, **changes: Any) -> Segment:
+        """A copy with ``changes`` (``doc_id``, ``rows``, ``first``, ``last``, ``scores``),
+        as ``dataclasses.replace`` made of the segment when it was a dataclass."""
+        unknown = set(changes) - {"doc_id", "rows", "first", "last", "scores"}
+        if unknown:
+            raise TypeError(f"Segment has no field {sorted(unknown)}")
+        rows = changes.pop("rows", None)
+        fields = {"doc_id": self.doc_id, "first": self.first, "last": self.last,
+                  "scores": self.scores, **changes}
+        if rows is not None or self._columns is None:
+            return Segment(rows=self.rows if rows is None else rows, **fields)
+        return Segment(columns=self._columns, **fields)
 
     def __len__(self) -> int:
         return len(self._rows if self._columns is None else self._columns.words)
@@ -223,13 +242,14 @@ least; on CUDA enough for a whole decoding batch (``default_batch_words``)."""
 
 
 def default_batch_words(settings: DecodeSettings, device: torch.device | str) -> int:
-    """``BATCH_WORDS``, and on CUDA at least ``batch_size * stride`` words: a window
-    starts at least ``stride`` pieces after the one before and a word has one piece or
-    more, so that many words fill a whole decoding batch (``decode.gpu_batch_tokens``
-    makes a GPU's batches large: 2,048 words would fill a sixth of nagy's 256 windows)."""
+    """``BATCH_WORDS``, and on CUDA at least ``batch_size * window`` words: a window holds
+    at most ``window`` words (a word has one piece or more), so that many words make at
+    least a whole decoding batch of windows, however short the documents
+    (``decode.gpu_batch_tokens`` makes a GPU's batches large: 2,048 words filled a
+    tenth of nagy's 256 windows)."""
     if torch.device(device).type != "cuda":
         return BATCH_WORDS
-    return max(BATCH_WORDS, settings.batch_size * settings.stride)
+    return max(BATCH_WORDS, settings.batch_size * settings.window)
 
 
 class Restorer:
@@ -364,8 +384,9 @@ class Restorer:
     def _segment(self, unit: _Unit, speech: list[int] | None,
                  chosen: list[tuple[str, ...]] | None, caps: np.ndarray | None,
                  pred: WordPredictions | None) -> Segment:
-        """The rows of a decoded unit's own words (``speech``: the indices of its speech
-        words, None: all), with their probabilities."""
+        """The segment of a decoded unit's own words (``speech``: the indices of its speech
+        words, None: all), with their probabilities: as columns, or as rows where
+        non-speech tokens are among the words."""
         lo, hi = unit.keep
         seq = unit.seq
         if seq is None:  # only non-speech tokens
