@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import json
 
 import numpy as np
 import pytest
@@ -17,6 +18,7 @@ from punct.engine.symbols import cased_input, split_tokens, tally
 from punct.infer.casing import CaseKeeper
 from punct.infer.inputs import read_text
 from punct.infer.outputs import write_segments
+from punct.infer.scores import confidence, confidences, rounded, rounded_rows
 from punct.infer.stream import (
     BATCH_WORDS,
     CasedForms,
@@ -227,3 +229,47 @@ def test_keep_case_facts_table_starts_afresh_when_full(monkeypatch: pytest.Monke
     expected = _keep_case(text, True)
     monkeypatch.setattr(CaseKeeper, "FACTS_LIMIT", 2)
     assert _keep_case(text, True) == expected
+
+
+def test_rounded_rows_are_pythons_round_even_at_ties() -> None:
+    rng = np.random.default_rng(0)
+    values = [rng.random(4000), rng.random(4000) * 1e-3, -rng.random(200)]
+    # decimal ties and their neighbours: k/10^4 + 5e-5 (not exact in binary) one ulp apart
+    ties = (np.arange(2000) + 0.5) / 1e4
+    values += [ties, np.nextafter(ties, 0), np.nextafter(ties, 1)]
+    values.append(np.array([0.0, -0.0, 1.0, 0.99995, 0.00005, 0.12345, np.nan, np.inf]))
+    flat = np.concatenate(values)
+    got = rounded_rows(flat.reshape(-1, 1))
+    want = [round(float(v), 4) for v in flat]
+    assert [str(g[0]) for g in got] == [str(w) for w in want]  # -0.0 and nan included
+    assert rounded_rows(np.zeros((2, 0))) == [[], []]
+    probs = {"COMMA": 0.123456789, "PERIOD": 0.00005}
+    assert dict(zip(probs, rounded_rows(np.array([list(probs.values())]))[0],
+                    strict=True)) == rounded(probs)
+
+
+def test_confidences_are_the_word_by_word_ones() -> None:
+    rng = np.random.default_rng(1)
+    labels = ("COMMA", "PERIOD", "QUESTION")
+    values = rng.random((300, 3))
+    values[7, 1] = np.nan
+    values[8] = [0.5, 0.5, 0.5]
+    marks = [tuple(label for label in labels if rng.random() < 0.3) for _ in range(300)]
+    marks[9] = ("UNKNOWN",)  # a mark outside the columns counts for nothing, as before
+    got = confidences(values, labels, marks)
+    want = [confidence(dict(zip(labels, row, strict=True)), m)
+            for row, m in zip(values.tolist(), marks, strict=True)]
+    assert [str(g) for g in got] == [str(w) for w in want]
+    assert confidences(np.zeros((2, 0)), (), [(), ()]) == [1.0, 1.0]
+
+
+def test_jsonl_scores_are_those_of_the_probabilities() -> None:
+    segs = list(_restorer().restore([Document("d", _timed(WORDS))]))
+    out = io.StringIO()
+    write_segments(segs, out, "jsonl")
+    words = json.loads(out.getvalue())["words"]
+    probs = [p for seg in segs for p in seg.probs]
+    rows = [r for seg in segs for r in seg.rows]
+    assert [w["probs"] for w in words] == [rounded(p) for p in probs]
+    assert [w["probability"] for w in words] == [round(confidence(p, r.punct), 4)
+                                                 for p, r in zip(probs, rows, strict=True)]

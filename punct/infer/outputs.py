@@ -23,7 +23,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any, TextIO
 
-from punct.infer.scores import confidence, rounded
+from punct.infer.scores import confidences, rounded_rows
 from punct.infer.stream import Segment
 from punct.infer.subtitles import SubtitleWriter, sentences
 from punct.wordtable import COLUMNS, WordRow, format_row, render_rows
@@ -32,12 +32,29 @@ SUBTITLE_FORMATS = ("srt", "vtt")  # cues from timed words
 FORMATS = ("text", "kaldi", "jsonl", "table", *SUBTITLE_FORMATS)
 
 
-def _row_json(row: WordRow, probs: dict[str, float] | None = None) -> dict[str, Any]:
+def _row_json(row: WordRow, scored: tuple[float, dict[str, float]] | None = None
+              ) -> dict[str, Any]:
     out = {"word": row.word, "form": row.form, "punct": list(row.punct), "cap": row.cap,
            "start": row.start, "end": row.end, "pause_after": row.pause_after}
-    if probs is not None:
-        out["probability"] = round(confidence(probs, row.punct), 4)
-        out["probs"] = rounded(probs)
+    if scored is not None:
+        out["probability"], out["probs"] = scored
+    return out
+
+
+def word_scores(seg: Segment) -> list[tuple[float, dict[str, float]] | None]:
+    """Per row of ``seg``, its confidence and its mark probabilities as JSONL shows them
+    (rounded to 4 digits), or None (no scores, a non-speech token): the same numbers as
+    ``round(confidence(p, marks), 4)`` and ``rounded(p)`` of ``seg.probs``, a segment's
+    rows at a time (``punct.infer.scores``)."""
+    rows = seg.rows
+    scores = seg.scores
+    if scores is None:
+        return [None] * len(rows)
+    where = range(scores.n_rows) if scores.speech is None else scores.speech
+    conf = confidences(scores.values, scores.labels, [rows[i].punct for i in where])
+    out: list[tuple[float, dict[str, float]] | None] = [None] * len(rows)
+    for i, c, probs in zip(where, conf, rounded_rows(scores.values), strict=True):
+        out[i] = (round(c, 4), dict(zip(scores.labels, probs, strict=True)))
     return out
 
 
@@ -48,7 +65,7 @@ def write_segments(segments: Iterable[Segment], out: TextIO, fmt: str = "text",
         raise ValueError(f"unknown output format {fmt!r} (known: {', '.join(FORMATS)})")
     docs = 0
     held: list[WordRow] = []
-    held_probs: list[dict[str, float] | None] = []
+    held_probs: list[tuple[float, dict[str, float]] | None] = []
     subs = SubtitleWriter(out, fmt == "vtt", **(cues or {})) if fmt in SUBTITLE_FORMATS else None
     if fmt == "table":
         out.write("\t".join(COLUMNS) + "\n")
@@ -73,8 +90,7 @@ def write_segments(segments: Iterable[Segment], out: TextIO, fmt: str = "text",
                 out.write(format_row(r) + "\n")
         else:
             held.extend(seg.rows)
-            probs = seg.probs
-            held_probs.extend(probs if probs is not None else [None] * len(seg.rows))
+            held_probs.extend(word_scores(seg))
             if seg.last:
                 record = {"id": seg.doc_id, "text": render_rows(held),
                           "sentences": sentences(held),

@@ -11,6 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+import numpy as np
+
+TIE_MARGIN = 1e-6
+"""How near a rounding tie (in units of the last kept digit) ``rounded_rows`` leaves a
+value to Python's ``round``: far above the scaling's error (1e-12 for values up to 1e4),
+far below anything a probability needs."""
+
 
 def confidence(probs: Mapping[str, float], marks: Sequence[str]) -> float:
     """The probability of the least certain of a word's mark decisions (1.0 without labels)."""
@@ -21,3 +28,41 @@ def confidence(probs: Mapping[str, float], marks: Sequence[str]) -> float:
 def rounded(probs: Mapping[str, float], digits: int = 4) -> dict[str, float]:
     """``probs`` rounded for output."""
     return {label: round(p, digits) for label, p in probs.items()}
+
+
+def rounded_rows(values: np.ndarray, digits: int = 4) -> list[list[float]]:
+    """``round(v, digits)`` of every value of ``values`` (2-D), Python's correctly
+    rounded results, by array operations: each value scaled, rounded to an integer and
+    divided back (the nearest float to that decimal, as ``round`` returns), except the
+    values within ``TIE_MARGIN`` of a tie, which ``round`` itself rounds."""
+    values = np.asarray(values, dtype=np.float64)
+    scale = 10.0 ** digits
+    scaled = values * scale
+    out = np.rint(scaled) / scale
+    with np.errstate(invalid="ignore"):  # inf - inf: no tie (NaN compares False)
+        near = np.abs(scaled - np.floor(scaled) - 0.5) < TIE_MARGIN
+    for i, j in zip(*np.nonzero(near), strict=True):
+        out[i, j] = round(float(values[i, j]), digits)
+    return out.tolist()
+
+
+def confidences(values: np.ndarray, labels: Sequence[str],
+                marks: Sequence[Sequence[str]]) -> list[float]:
+    """``confidence`` of each row of ``values`` (rows: words, columns: ``labels``) given
+    its ``marks``, by array operations; a row holding NaN goes through ``confidence``
+    (Python's ``min`` and numpy's treat NaN differently)."""
+    values = np.asarray(values, dtype=np.float64)
+    if values.shape[1] == 0:
+        return [1.0] * len(values)
+    index = {label: k for k, label in enumerate(labels)}
+    chosen = np.zeros(values.shape, dtype=bool)
+    for row, word_marks in enumerate(marks):
+        for label in word_marks:
+            k = index.get(label)
+            if k is not None:
+                chosen[row, k] = True
+    out = np.where(chosen, values, 1.0 - values).min(axis=1).tolist()
+    for row in np.flatnonzero(np.isnan(values).any(axis=1)).tolist():
+        out[row] = confidence(dict(zip(labels, values[row].tolist(), strict=True)),
+                              marks[row])
+    return out
