@@ -237,9 +237,11 @@ def test_rounded_rows_are_pythons_round_even_at_ties() -> None:
     # decimal ties and their neighbours: k/10^4 + 5e-5 (not exact in binary) one ulp apart
     ties = (np.arange(2000) + 0.5) / 1e4
     values += [ties, np.nextafter(ties, 0), np.nextafter(ties, 1)]
-    values.append(np.array([0.0, -0.0, 1.0, 0.99995, 0.00005, 0.12345, np.nan, np.inf]))
+    values.append(np.array([0.0, -0.0, 1.0, 0.99995, 0.00005, 0.12345, np.nan, np.inf,
+                            -np.inf, 5e-324, 933429532502.2261, 1e305, -1e20, 1e10 + 0.00005]))
     flat = np.concatenate(values)
-    got = rounded_rows(flat.reshape(-1, 1))
+    with np.errstate(all="raise"):  # no overflow warning either
+        got = rounded_rows(flat.reshape(-1, 1))
     want = [round(float(v), 4) for v in flat]
     assert [str(g[0]) for g in got] == [str(w) for w in want]  # -0.0 and nan included
     assert rounded_rows(np.zeros((2, 0))) == [[], []]
@@ -254,8 +256,11 @@ def test_confidences_are_the_word_by_word_ones() -> None:
     values = rng.random((300, 3))
     values[7, 1] = np.nan
     values[8] = [0.5, 0.5, 0.5]
+    values[10] = [0.0, -0.0, 1.0]  # Python's min keeps the first of equal zeros
+    marks_10 = ("PERIOD",)
     marks = [tuple(label for label in labels if rng.random() < 0.3) for _ in range(300)]
     marks[9] = ("UNKNOWN",)  # a mark outside the columns counts for nothing, as before
+    marks[10] = marks_10
     got = confidences(values, labels, marks)
     want = [confidence(dict(zip(labels, row, strict=True)), m)
             for row, m in zip(values.tolist(), marks, strict=True)]

@@ -58,7 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
                         default="text", help="output format (subtitles need timed words)")
     parser.add_argument("--input-format", choices=INPUT_FORMATS, default="text",
                         help="the input as lines of text, or as a CTM of timed words "
-                             "(0.25 s a word, a 0.6 s pause after every 12th)")
+                             "(a word of 0.2 s every 0.25 s, a gap of 0.65 s after every 12th)")
     parser.add_argument("--reps", type=int, default=3, help="timed runs")
     parser.add_argument("--json", help="also write the result here")
     return parser
@@ -68,8 +68,8 @@ INPUT_FORMATS = ("text", "ctm")
 
 
 def ctm_lines(blocks: list[list[str]]) -> str:
-    """A CTM of each block of words as one recording: a word every 0.25 s (0.2 s long),
-    a 0.6 s pause after every 12th."""
+    """A CTM of each block of words as one recording: a word every 0.25 s (0.2 s long:
+    gaps of 0.05 s), and a gap of 0.65 s after every 12th."""
     lines = []
     for b, block in enumerate(blocks):
         start = 0.0

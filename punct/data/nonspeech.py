@@ -52,11 +52,13 @@ class NonSpeechMap:
     patterns: tuple[re.Pattern[str], ...] = ()
     unintelligible_patterns: tuple[re.Pattern[str], ...] = ()
 
-    cache: dict[str, str] = field(default_factory=dict, compare=False, hash=False, repr=False)
+    # (init=False: a copy made with dataclasses.replace starts its own tables)
+    cache: dict[str, str] = field(default_factory=dict, init=False, compare=False, hash=False,
+                                  repr=False)
     #: ``punct.engine.symbols.split_tokens``' splits of the tokens met under this map, per
     #: cased state (kept with the map: they go when it goes)
     splits: dict[bool, dict[str, tuple[int, str]]] = field(
-        default_factory=dict, compare=False, hash=False, repr=False)
+        default_factory=dict, init=False, compare=False, hash=False, repr=False)
 
     def classify(self, token: str) -> str:
         """``"nonspeech"``, ``"unintelligible"`` or ``"word"`` (the precedence of the

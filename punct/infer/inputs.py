@@ -111,7 +111,9 @@ def with_pauses(words: Iterable[TimedWord], end_of_audio: float | None, doc_id: 
 
     Non-speech tokens of the active map are taken out of the pause computation (the
     pause after a word runs to the next speech word) and come back, flagged and with
-    their own times, right after the speech word before them (or first, before any)."""
+    their own times, right after the speech word before them (or first, before any).
+    The map is the one in force when the first word is read (read a document's words
+    inside one ``tally()`` block)."""
     held: deque[tuple[TimedWord | None, list[TimedWord]]] = deque([(None, [])])
 
     def speech() -> Iterator[TimedWord]:

@@ -34,13 +34,18 @@ def rounded_rows(values: np.ndarray, digits: int = 4) -> list[list[float]]:
     """``round(v, digits)`` of every value of ``values`` (2-D), Python's correctly
     rounded results, by array operations: each value scaled, rounded to an integer and
     divided back (the nearest float to that decimal, as ``round`` returns), except the
-    values within ``TIE_MARGIN`` of a tie, which ``round`` itself rounds."""
+    values within ``TIE_MARGIN`` of a tie and those too large for the scaled value's
+    halves to be floats (2**52 / 10**digits and up, inf, NaN), which ``round`` itself
+    rounds."""
     values = np.asarray(values, dtype=np.float64)
     scale = 10.0 ** digits
-    scaled = values * scale
-    out = np.rint(scaled) / scale
-    with np.errstate(invalid="ignore"):  # inf - inf: no tie (NaN compares False)
+    with np.errstate(over="ignore", invalid="ignore"):
+        scaled = values * scale
+        out = np.rint(scaled) / scale
         near = np.abs(scaled - np.floor(scaled) - 0.5) < TIE_MARGIN
+        # exact only while the scaled value's halves are floats: larger, inf and NaN
+        # values go to ``round`` too
+        near |= ~(np.abs(values) < 2.0 ** 52 / scale)
     for i, j in zip(*np.nonzero(near), strict=True):
         out[i, j] = round(float(values[i, j]), digits)
     return out.tolist()
@@ -49,8 +54,9 @@ def rounded_rows(values: np.ndarray, digits: int = 4) -> list[list[float]]:
 def confidences(values: np.ndarray, labels: Sequence[str],
                 marks: Sequence[Sequence[str]]) -> list[float]:
     """``confidence`` of each row of ``values`` (rows: words, columns: ``labels``) given
-    its ``marks``, by array operations; a row holding NaN goes through ``confidence``
-    (Python's ``min`` and numpy's treat NaN differently)."""
+    its ``marks``, by array operations; a row holding NaN or whose minimum is zero goes
+    through ``confidence`` (Python's ``min`` and numpy's treat NaN and -0.0
+    differently)."""
     values = np.asarray(values, dtype=np.float64)
     if values.shape[1] == 0:
         return [1.0] * len(values)
@@ -61,8 +67,11 @@ def confidences(values: np.ndarray, labels: Sequence[str],
             k = index.get(label)
             if k is not None:
                 chosen[row, k] = True
-    out = np.where(chosen, values, 1.0 - values).min(axis=1).tolist()
-    for row in np.flatnonzero(np.isnan(values).any(axis=1)).tolist():
+    lowest = np.where(chosen, values, 1.0 - values).min(axis=1)
+    out = lowest.tolist()
+    # NaN, and a minimum of zero (numpy and Python may pick 0.0 and -0.0 differently)
+    odd = np.isnan(values).any(axis=1) | (lowest == 0)
+    for row in np.flatnonzero(odd).tolist():
         out[row] = confidence(dict(zip(labels, values[row].tolist(), strict=True)),
                               marks[row])
     return out
