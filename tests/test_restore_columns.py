@@ -18,7 +18,7 @@ from punct.engine.symbols import cased_input, split_tokens, tally
 from punct.infer.casing import CaseKeeper
 from punct.infer.inputs import read_text
 from punct.infer.outputs import write_segments
-from punct.infer.scores import confidence, confidences, rounded, rounded_rows
+from punct.infer.scores import confidence, confidences, rounded_rows
 from punct.infer.stream import (
     BATCH_WORDS,
     CasedForms,
@@ -229,6 +229,11 @@ def test_keep_case_facts_table_starts_afresh_when_full(monkeypatch: pytest.Monke
     expected = _keep_case(text, True)
     monkeypatch.setattr(CaseKeeper, "FACTS_LIMIT", 2)
     assert _keep_case(text, True) == expected
+
+
+def rounded(probs: dict[str, float]) -> dict[str, float]:
+    """Each probability rounded to 4 digits, one at a time (what JSONL showed before)."""
+    return {label: round(p, 4) for label, p in probs.items()}
 
 
 def test_rounded_rows_are_pythons_round_even_at_ties() -> None:

@@ -43,9 +43,9 @@ def _row_json(row: WordRow, scored: tuple[float, dict[str, float]] | None = None
 
 def word_scores(seg: Segment) -> list[tuple[float, dict[str, float]] | None]:
     """Per row of ``seg``, its confidence and its mark probabilities as JSONL shows them
-    (rounded to 4 digits), or None (no scores, a non-speech token): the same numbers as
-    ``round(confidence(p, marks), 4)`` and ``rounded(p)`` of ``seg.probs``, a segment's
-    rows at a time (``punct.infer.scores``)."""
+    (rounded to 4 digits), or None (no scores, a non-speech token): the numbers
+    ``round(confidence(p, marks), 4)`` and ``round(p[label], 4)`` of ``seg.probs`` would
+    give, a segment's rows at a time (``punct.infer.scores``)."""
     rows = seg.rows
     scores = seg.scores
     if scores is None:

@@ -25,11 +25,6 @@ def confidence(probs: Mapping[str, float], marks: Sequence[str]) -> float:
     return min((p if label in chosen else 1.0 - p for label, p in probs.items()), default=1.0)
 
 
-def rounded(probs: Mapping[str, float], digits: int = 4) -> dict[str, float]:
-    """``probs`` rounded for output."""
-    return {label: round(p, digits) for label, p in probs.items()}
-
-
 def rounded_rows(values: np.ndarray, digits: int = 4) -> list[list[float]]:
     """``round(v, digits)`` of every value of ``values`` (2-D), Python's correctly
     rounded results, by array operations: each value scaled, rounded to an integer and
