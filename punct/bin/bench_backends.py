@@ -23,26 +23,19 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from punct.engine.precision import cpu_flags
 from punct.errors import PunctInputError, report_error
+from punct.export.backends import SPEED_FLAGS, cpu_kind
 from punct.export.measure import measure_backends
 from punct.export.system import load_system
-from punct.train.env import cpu_model, set_num_threads
+from punct.train.env import set_num_threads
 
 DEFAULT = "torch-fp32,torch-bf16,torch-int8,onnx-fp32,onnx-int8"
-#: the CPU flags that decide between bf16, int8 and fp32
-SPEED_FLAGS = ("avx2", "avx512f", "avx512_vnni", "avx_vnni", "avx512_bf16", "amx_bf16",
-               "amx_int8")
-#: environment variables that hold kernels to an older instruction set (or bf16 off)
-KERNEL_LIMITS = ("ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA", "MKL_ENABLE_INSTRUCTIONS",
-                 "FBGEMM_ENABLE_INSTRUCTIONS", "PUNCT_NATIVE_BF16")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -65,11 +58,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def machine() -> dict[str, Any]:
     """The CPU model, its speed-relevant flags and the threads in use."""
-    flags = cpu_flags()
-    return {"cpu": cpu_model(), "cpu_flags": [f for f in SPEED_FLAGS if f in flags],
+    kind = cpu_kind()
+    return {"cpu": kind["cpu"], "cpu_flags": kind["cpu_flags"],
             "threads": torch.get_num_threads(),
             "int8_engine": torch.backends.quantized.engine,
-            "kernel_limits": {k: os.environ[k] for k in KERNEL_LIMITS if k in os.environ}}
+            "kernel_limits": kind["kernel_limits"]}
 
 
 def table(rows: list[dict]) -> str:

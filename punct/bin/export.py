@@ -7,9 +7,10 @@ DIR gets config.json (family, label set, decision rule, per-mark thresholds, dec
 settings), model.safetensors, featurizer/ (tokenizer files, vocabulary, ...) and a
 README.md model card with the scores of the experiment's scores.json files. ``--onnx``
 also writes model.onnx (transformer and BRNN families) for ``--backend onnx``.
-``--check-backends`` decodes ``--dev-dir`` with torch fp32, torch int8 and the ONNX models
-written, and records in DIR/backends.json which keep micro-F1 within 0.5 of fp32 and how
-fast each ran: ``--backend auto`` reads it on CPUs without native bf16.
+``--check-backends`` decodes ``--dev-dir`` with torch fp32, torch bf16 (where the CPU has
+it natively), torch int8 and the ONNX models written, and records in DIR/backends.json
+which keep micro-F1 within 0.5 of fp32, how fast each ran and the kind of CPU:
+``--backend auto`` reads it on CPUs without native bf16.
 Load it with ``Restorer.from_pretrained(DIR)`` or ``punct-restore --model DIR``.
 """
 
@@ -20,13 +21,14 @@ import json
 import sys
 from pathlib import Path
 
+from punct.engine.precision import cpu_model
 from punct.errors import PunctInputError, report_error
 from punct.export.hub import export_hub
 from punct.export.measure import check_backends
 from punct.export.onnx_export import export_onnx
 from punct.extras import require
 from punct.infer.quiet import set_loading_verbosity
-from punct.train.env import cpu_model, set_num_threads
+from punct.train.env import set_num_threads
 
 
 def build_parser(prog: str = "punct-export") -> argparse.ArgumentParser:

@@ -42,6 +42,7 @@ from punct.engine.precision import (
     BF16_CPU_FLAGS,
     autocast_dtype,
     cpu_flags,
+    cpu_model,
     resolve_precision,
 )
 from punct.engine.transfer import batch_to_device
@@ -50,7 +51,7 @@ from punct.labels import get_label_set
 from punct.registry import lookup
 from punct.train.byte_dropout import apply_dropout_masks
 from punct.train.compiled import loss_function
-from punct.train.env import cpu_model, set_num_threads
+from punct.train.env import set_num_threads
 from punct.train.optim import build_optimizer
 from punct.train.seed import seed_everything
 

@@ -12,6 +12,7 @@ runs on such a machine), ``1`` as on one with it.
 from __future__ import annotations
 
 import os
+import platform
 from pathlib import Path
 
 import torch
@@ -36,6 +37,18 @@ def cpu_flags(cpuinfo: str | Path = "/proc/cpuinfo") -> set[str]:
         if key.strip() in ("flags", "Features"):
             flags.update(value.split())
     return flags
+
+
+def cpu_model(cpuinfo: str | Path = "/proc/cpuinfo") -> str:
+    """The CPU's model name (platform's processor string when /proc is unavailable)."""
+    try:
+        for line in Path(cpuinfo).read_text(encoding="utf-8", errors="replace").splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() == "model name":
+                return value.strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
 
 
 def bf16_supported(device: torch.device | str, cpuinfo: str | Path = "/proc/cpuinfo") -> bool:

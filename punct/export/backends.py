@@ -6,12 +6,17 @@ Backends: ``torch`` (fp32, or bf16 autocast where the decode settings say so),
 ``model.int8.onnx``) and ``auto``:
 
 - on a GPU, or on a CPU with native bf16 (``punct.engine.precision``), or with an explicit
-  precision: ``torch`` (bf16 where the precision setting resolves to it, as before);
+  precision: ``torch`` (bf16 where the precision setting resolves to it, as before). On
+  a CPU with native bf16 the record is not read: bf16 keeps fp32's F1, and on the CPUs
+  measured int8 was not clearly faster in ``punct-restore`` (docs/RESTORE.md);
 - on a CPU without native bf16: the fastest backend that the system's *backend record*
   (``backends.json`` beside the weights, written by ``punct-export --check-backends`` or
   stage 7) found within ``F1_TOLERANCE`` micro-F1 points of torch fp32 on a dev set, and
   that is usable here (onnxruntime installed, the ONNX file present); without a record
   (or one for other weights), ``torch`` fp32, said once on stderr.
+
+The record also names the kind of CPU it was measured on (:func:`cpu_kind`) and, where
+that CPU has native bf16, torch bf16's speed beside the others.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import functools
 import hashlib
 import importlib.util
 import json
+import os
 import sys
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -28,8 +34,9 @@ from typing import Any
 
 import torch
 
+from punct.engine import precision
 from punct.engine.int8 import quantize_int8
-from punct.engine.precision import bf16_supported, resolve_bf16
+from punct.engine.precision import bf16_supported, cpu_model, resolve_bf16
 from punct.errors import PunctInputError
 from punct.export.onnx_backend import OnnxModel
 from punct.export.onnx_export import INT8_FILE, ONNX_FILE
@@ -44,6 +51,21 @@ REFERENCE = "torch-fp32"
 #: measured name (``punct.export.measure``) -> backend, for the candidates of ``auto``
 CANDIDATES = {"torch-int8": "torch-int8", "onnx-fp32": "onnx", "onnx-int8": "onnx-int8"}
 ONNX_FILES = {"onnx": ONNX_FILE, "onnx-int8": INT8_FILE}
+BF16 = "torch-bf16"  # the measured name of torch in bf16 (what ``auto`` runs where native)
+#: the CPU flags that decide between bf16, int8 and fp32
+SPEED_FLAGS = ("avx2", "avx512f", "avx512_vnni", "avx_vnni", "avx512_bf16", "amx_bf16",
+               "amx_int8")
+#: environment variables that hold kernels to an older instruction set (or bf16 off)
+KERNEL_LIMITS = ("ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA", "MKL_ENABLE_INSTRUCTIONS",
+                 "FBGEMM_ENABLE_INSTRUCTIONS", "PUNCT_NATIVE_BF16")
+
+
+def cpu_kind() -> dict[str, Any]:
+    """What makes one backend faster than another on this CPU: its model name, the flags
+    of ``SPEED_FLAGS`` it has, and the ``KERNEL_LIMITS`` set in the environment."""
+    flags = precision.cpu_flags()
+    return {"cpu": cpu_model(), "cpu_flags": [f for f in SPEED_FLAGS if f in flags],
+            "kernel_limits": {k: os.environ[k] for k in KERNEL_LIMITS if k in os.environ}}
 
 
 @dataclass(frozen=True)
@@ -86,7 +108,8 @@ def write_record(system: System, rows: list[dict[str, Any]], dev_dir: str | Path
         "format": RECORD_FORMAT,
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "weights": {"file": weights.name, "sha256": fingerprint(weights)},
-        "dev_dir": str(dev_dir), "words": rows[0]["words"], "cpu": cpu, "threads": threads,
+        "dev_dir": str(dev_dir), "words": rows[0]["words"], **cpu_kind(), "cpu": cpu,
+        "threads": threads,
         "tolerance": F1_TOLERANCE, "reference": REFERENCE,
         "within_tolerance": [r["backend"] for r in rows[1:] if within(rows[0], r)],
         "backends": rows,

@@ -18,8 +18,9 @@ import torch
 
 from punct.data.sequences import load_data_dir
 from punct.engine.decode import decide, decode_settings, hypothesis_rows, predict_words
+from punct.engine.precision import bf16_supported
 from punct.errors import PunctInputError
-from punct.export.backends import REFERENCE, backend_model, usable, write_record
+from punct.export.backends import BF16, REFERENCE, backend_model, usable, write_record
 from punct.export.system import System, load_system
 from punct.score.metrics import score_tables
 
@@ -74,9 +75,10 @@ def measure_backends(system: System, data_dir: str | Path, names: list[str],
 
 
 def check_names(system: System) -> list[str]:
-    """The backends a check measures: torch fp32 (the reference), torch int8, and the
-    ONNX models the system has where onnxruntime is installed."""
-    names = [REFERENCE, "torch-int8"]
+    """The backends a check measures: torch fp32 (the reference), torch bf16 where this
+    CPU computes it natively (``auto`` runs it there unless something ran faster), torch
+    int8, and the ONNX models the system has where onnxruntime is installed."""
+    names = [REFERENCE, *([BF16] if bf16_supported("cpu") else []), "torch-int8"]
     names += [name for name in ("onnx-fp32", "onnx-int8") if usable(system, MEASURED[name][0])]
     return names
 

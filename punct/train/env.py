@@ -14,6 +14,8 @@ from typing import Any
 
 import torch
 
+from punct.engine.precision import cpu_model
+
 
 def set_num_threads(num_threads: int | None = None) -> int:
     """Set torch's intra-op threads from ``num_threads`` or ``$OMP_NUM_THREADS``.
@@ -48,18 +50,6 @@ def git_sha(directory: str | Path | None = None) -> str | None:
         return None
     sha = out.stdout.strip()
     return sha if out.returncode == 0 and sha else None
-
-
-def cpu_model(cpuinfo: str | Path = "/proc/cpuinfo") -> str:
-    """The CPU's model name (platform's processor string when /proc is unavailable)."""
-    try:
-        for line in Path(cpuinfo).read_text(encoding="utf-8", errors="replace").splitlines():
-            key, _, value = line.partition(":")
-            if key.strip() == "model name":
-                return value.strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def collect_env(seed: int | None = None, threads: int | None = None) -> dict[str, Any]:
