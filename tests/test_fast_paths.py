@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from punct.bin import bench_restore
+from punct.bin import bench_engine, bench_restore
 from punct.engine.symbols import cased_input, is_foreign, is_passthrough, split_tokens, tally
 from punct.infer.casing import CaseStats, _cased_letters, marked_case
 from punct.infer.stream import plain_words, text_input_words
@@ -105,3 +106,13 @@ def test_bench_restore_reads_a_ctm_of_the_same_words(tmp_path: Path,
                    "rec00001 1 0.00 0.20 c"]
     spaced = bench_restore.ctm_lines([["w"] * 13])
     assert spaced.splitlines()[12] == "rec00000 1 3.60 0.20 w"  # 0.6 s more after the 12th
+
+
+@pytest.mark.parametrize("tool", [bench_engine, bench_restore])
+def test_bench_tools_name_a_missing_input_file(tool: Any, tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    missing = tmp_path / "dev2012"
+    assert tool.main(["--stub-encoder", "--iwslt", str(missing), "--family", "nagy"]) == 2
+    captured = capsys.readouterr()
+    name = tool.__name__.rsplit(".", 1)[-1]
+    assert captured.err == f"{name}: {missing}: file not found\n" and captured.out == ""

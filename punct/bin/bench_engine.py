@@ -46,6 +46,7 @@ from punct.engine.constraints import data_dir_edges
 from punct.engine.decode import decide, predict_words
 from punct.engine.reference_constraints import reference_constrain
 from punct.engine.reference_decode import reference_predict_words, reference_rule_caps
+from punct.errors import PunctInputError, report_error
 from punct.labels import get_label_set
 from punct.models.autopunct import AutopunctModel
 from punct.models.base import Prediction, PunctModel, Registry
@@ -218,7 +219,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.reps < 1:
         print("bench_engine: --reps must be >= 1", file=sys.stderr)
         return 2
-    emit(run(args), args.json)
+    try:
+        report = run(args)
+    except PunctInputError as err:  # a missing or malformed input file, named
+        return report_error("bench_engine", err)
+    emit(report, args.json)
     return 0
 
 

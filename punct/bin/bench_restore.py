@@ -40,6 +40,7 @@ from punct.bin.bench_engine import (
 from punct.data.windows import stride_for
 from punct.engine.decode import DecodeSettings
 from punct.engine.symbols import cased_input, tally
+from punct.errors import PunctInputError, report_error
 from punct.infer.casing import CaseKeeper
 from punct.infer.inputs import read_ctm, read_text
 from punct.infer.outputs import FORMATS, SUBTITLE_FORMATS, write_segments
@@ -130,7 +131,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.reps < 1 or args.doc_words < 1:
         print("bench_restore: --reps and --doc-words must be >= 1", file=sys.stderr)
         return 2
-    emit(run(args), args.json)
+    try:
+        report = run(args)
+    except PunctInputError as err:  # a missing or malformed input file, named
+        return report_error("bench_restore", err)
+    emit(report, args.json)
     return 0
 
 
