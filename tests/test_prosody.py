@@ -129,3 +129,8 @@ def test_make_prosody_names_the_bad_utterance(tmp_path: Path,
     assert make_prosody.main(["--data-dir", str(data)]) == 2
     assert "good" in capsys.readouterr().err
     assert make_prosody.main(["--data-dir", str(data), "--merge", "--num-jobs", "3"]) == 2
+    capsys.readouterr()
+    missing = tmp_path / "no_such_dir"
+    assert make_prosody.main(["--data-dir", str(missing)]) == 2
+    assert capsys.readouterr().err == f"make_prosody: {missing}: data directory not found\n"
+    assert not missing.exists()

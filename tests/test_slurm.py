@@ -279,8 +279,13 @@ def test_mini_recipe_parallel_stages_through_slurm(
         assert {line.split()[0] for line in ctm} == {line.split()[0] for line in utts}
 
 
-def make_data(root: Path) -> tuple[Path, Path]:
-    """train/dev word tables from the English mini corpus text (no audio needed)."""
+PREEMPT_COPIES = 8
+"""Copies of the training data in the preemption test."""
+
+
+def make_data(root: Path, copies: int = 1) -> tuple[Path, Path]:
+    """train/dev word tables from the English mini corpus text (no audio needed);
+    ``copies``: each training utterance that many times (longer epochs)."""
     splits: dict[str, dict] = {"train": {}, "dev": {}}
     split = None
     text = (REPO / "local/mini/corpus/en.txt").read_text(encoding="utf-8")
@@ -290,8 +295,9 @@ def make_data(root: Path) -> tuple[Path, Path]:
         if line.startswith("@doc"):
             split = line.split()[2]
         elif split in splits:
-            utt = f"en_{number:04d}"
-            splits[split][utt] = rows_from_text(utt, line)
+            for copy in range(copies if split == "train" else 1):
+                utt = f"en_{number:04d}" + (f"_{copy}" if copy else "")
+                splits[split][utt] = rows_from_text(utt, line)
     for name, utts in splits.items():
         (root / name).mkdir(parents=True)
         write_word_table(root / name / "words.tsv", utts)
@@ -335,7 +341,9 @@ def test_training_preempted_by_signal_then_resumed(
 ) -> None:
     if not trainer_has_resume():
         pytest.skip("punct.bin.train has no --resume support yet")
-    train, dev = make_data(tmp_path / "data")
+    # epochs of a second or more (0.2 s with one copy of the data on a fast CPU: the whole
+    # run could end before the signal lands)
+    train, dev = make_data(tmp_path / "data", copies=PREEMPT_COPIES)
     exp = tmp_path / "exp/pre"
     log = tmp_path / "exp/pre/log/train.log"
     proc = subprocess.Popen(
@@ -357,12 +365,13 @@ def test_training_preempted_by_signal_then_resumed(
     assert log_exit_code(log) == 75
     assert "preempted" in log.read_text()
     assert (exp / "last.pt").is_file()
-    assert " epoch 3 " not in _text(exp / "train.log")
+    assert re.search(r" preempted by SIGTERM in epoch [23] ", _text(exp / "train.log"))
+    assert " epoch 3 train_loss " not in _text(exp / "train.log")  # it did not finish
 
     resumed = launch(cluster, slurm_conf, tmp_path, "--num-threads", "1", str(log),
                      *train_args(train, dev, exp, "--resume"))
     assert resumed.returncode == 0, resumed.stderr + log.read_text()
-    assert " epoch 3 " in _text(exp / "train.log")
+    assert " epoch 3 train_loss " in _text(exp / "train.log")
 
     # The same final weights as an uninterrupted run (CPU, one thread).
     whole = tmp_path / "exp/whole"

@@ -95,6 +95,8 @@ def merge(data_dir: Path, num_jobs: int) -> int:
 
 def run_dir(data_dir: Path, args: argparse.Namespace, config: ProsodyConfig) -> str:
     """Do what the command line asks for one data dir; returns what was done."""
+    if not data_dir.is_dir():
+        raise MissingDataError("data directory not found", data_dir)
     (data_dir / f"{STREAM}.names").write_text(" ".join(feature_names(config)) + "\n",
                                               encoding="utf-8")
     if args.merge:

@@ -20,22 +20,27 @@ from pathlib import Path
 import torch
 
 from punct.config import load_config
+from punct.errors import MissingDataError, PunctInputError, report_error
 
 
-def train_one(config: Path, args: argparse.Namespace, exp: Path) -> None:
-    """One short seeded training of ``config`` into ``exp`` (a fresh directory)."""
+def train_one(config: Path, args: argparse.Namespace, exp: Path) -> int:
+    """One short seeded training of ``config`` into ``exp`` (a fresh directory); returns
+    the trainer's exit code (its error, if any, is on stderr)."""
     command = [sys.executable, "-m", "punct.bin.train", "--config", str(config),
                "--train-dir", args.train_dir, "--dev-dir", args.dev_dir, "--exp-dir", str(exp),
                "--num-threads", "1", "--quiet",
                "--set", f"train.epochs={args.epochs}",
                "--set", f"train.max_steps_per_epoch={args.steps}",
                "--set", "train.min_epochs=0", *(x for s in args.overrides for x in ("--set", s))]
-    subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+    return subprocess.run(command, check=False, stdout=subprocess.DEVNULL).returncode
 
 
 def weights(exp: Path) -> dict[str, torch.Tensor]:
     """The model weights of ``exp/best.pt``."""
-    return torch.load(exp / "best.pt", map_location="cpu", weights_only=False)["model"]
+    path = exp / "best.pt"
+    if not path.is_file():
+        raise MissingDataError("no best.pt to compare with", path)
+    return torch.load(path, map_location="cpu", weights_only=False)["model"]
 
 
 def differences(new: Path, old: Path) -> list[str]:
@@ -69,11 +74,18 @@ def main(argv: list[str] | None = None) -> int:
     for config in args.config:
         exp = args.out / config.stem
         if not (exp / "best.pt").is_file():
-            train_one(config, args, exp)
+            code = train_one(config, args, exp)
+            if code:
+                print(f"seeded_weights: training {config} failed (exit {code}; its error "
+                      "is above)", file=sys.stderr)
+                return code
         if args.compare is None:
             print(f"{config.stem}: trained")
             continue
-        diff = differences(exp, args.compare / config.stem)
+        try:
+            diff = differences(exp, args.compare / config.stem)
+        except PunctInputError as err:
+            return report_error("seeded_weights", err)
         failed += bool(diff)
         print(f"{config.stem}: " + ("identical weights and config" if not diff
                                     else "DIFFERS: " + "; ".join(diff[:6])))
