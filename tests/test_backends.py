@@ -118,7 +118,8 @@ def test_check_writes_the_record_and_f1_decides(exported: Path, tiny: tuple[Path
     rows = {r["backend"]: r for r in record["backends"]}
     assert record["backends"][0]["backend"] == "torch-fp32" and "torch-int8" in rows
     assert "torch-bf16" in rows  # measured where bf16 is native (the fixture's CPU)
-    assert record["cpu_flags"] == cpu_kind()["cpu_flags"]
+    here = cpu_kind()
+    assert (record["cpu"], record["cpu_flags"]) == (here["cpu"], here["cpu_flags"])
     assert record["kernel_limits"] == {NATIVE_BF16_ENV: "1"}
     assert record["words"] == 240 and record["dev_dir"] == str(tiny[1])
     assert record["weights"]["file"] == "model.safetensors"
@@ -214,7 +215,7 @@ def test_the_check_measures_bf16_only_where_native(tiny: tuple[Path, Path],
     assert check_names(system)[:2] == ["torch-fp32", "torch-int8"]
     monkeypatch.setenv(NATIVE_BF16_ENV, "1")
     assert check_names(system)[:3] == ["torch-fp32", "torch-bf16", "torch-int8"]
-    monkeypatch.setattr("punct.engine.precision.cpu_flags", lambda *a: {"avx2", "avx512_bf16"})
+    monkeypatch.setattr("punct.export.backends.cpu_flags", lambda *a: {"avx2", "avx512_bf16"})
     monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "AVX2")
     assert cpu_kind()["cpu_flags"] == ["avx2", "avx512_bf16"]
     assert cpu_kind()["kernel_limits"] == {NATIVE_BF16_ENV: "1", "ONEDNN_MAX_CPU_ISA": "AVX2"}

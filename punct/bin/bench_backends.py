@@ -58,11 +58,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def machine() -> dict[str, Any]:
     """The CPU model, its speed-relevant flags and the threads in use."""
-    kind = cpu_kind()
-    return {"cpu": kind["cpu"], "cpu_flags": kind["cpu_flags"],
-            "threads": torch.get_num_threads(),
-            "int8_engine": torch.backends.quantized.engine,
-            "kernel_limits": kind["kernel_limits"]}
+    return {**cpu_kind(), "threads": torch.get_num_threads(),
+            "int8_engine": torch.backends.quantized.engine}
 
 
 def table(rows: list[dict]) -> str:

@@ -21,7 +21,6 @@ import json
 import sys
 from pathlib import Path
 
-from punct.engine.precision import cpu_model
 from punct.errors import PunctInputError, report_error
 from punct.export.hub import export_hub
 from punct.export.measure import check_backends
@@ -56,7 +55,7 @@ def record_backends(out: Path, dev_dir: str, num_threads: int | None = None) -> 
     """Check the backends of the exported ``out`` on ``dev_dir`` (``backends.json``) and
     say which stay within the F1 tolerance."""
     set_num_threads(num_threads)
-    path = check_backends(out, dev_dir, cpu_model())
+    path = check_backends(out, dev_dir)
     record = json.loads(path.read_text(encoding="utf-8"))
     rows = ", ".join(f"{r['backend']} {r['micro_f1']:.2f} ({r['speedup']:.2f}x)"
                      for r in record["backends"])

@@ -34,9 +34,8 @@ from typing import Any
 
 import torch
 
-from punct.engine import precision
 from punct.engine.int8 import quantize_int8
-from punct.engine.precision import bf16_supported, cpu_model, resolve_bf16
+from punct.engine.precision import bf16_supported, cpu_flags, cpu_model, resolve_bf16
 from punct.errors import PunctInputError
 from punct.export.onnx_backend import OnnxModel
 from punct.export.onnx_export import INT8_FILE, ONNX_FILE
@@ -51,7 +50,6 @@ REFERENCE = "torch-fp32"
 #: measured name (``punct.export.measure``) -> backend, for the candidates of ``auto``
 CANDIDATES = {"torch-int8": "torch-int8", "onnx-fp32": "onnx", "onnx-int8": "onnx-int8"}
 ONNX_FILES = {"onnx": ONNX_FILE, "onnx-int8": INT8_FILE}
-BF16 = "torch-bf16"  # the measured name of torch in bf16 (what ``auto`` runs where native)
 #: the CPU flags that decide between bf16, int8 and fp32
 SPEED_FLAGS = ("avx2", "avx512f", "avx512_vnni", "avx_vnni", "avx512_bf16", "amx_bf16",
                "amx_int8")
@@ -63,7 +61,7 @@ KERNEL_LIMITS = ("ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA", "MKL_ENABLE_INSTRU
 def cpu_kind() -> dict[str, Any]:
     """What makes one backend faster than another on this CPU: its model name, the flags
     of ``SPEED_FLAGS`` it has, and the ``KERNEL_LIMITS`` set in the environment."""
-    flags = precision.cpu_flags()
+    flags = cpu_flags()
     return {"cpu": cpu_model(), "cpu_flags": [f for f in SPEED_FLAGS if f in flags],
             "kernel_limits": {k: os.environ[k] for k in KERNEL_LIMITS if k in os.environ}}
 
@@ -98,9 +96,10 @@ def fingerprint(path: Path) -> str:
 
 
 def write_record(system: System, rows: list[dict[str, Any]], dev_dir: str | Path,
-                 cpu: str, threads: int, checkpoint: str = "best") -> Path:
+                 threads: int, checkpoint: str = "best") -> Path:
     """Write ``backends.json`` beside the weights: the dev-set measurements ``rows`` (the
-    first is torch fp32) and which backends stay within ``F1_TOLERANCE`` of it."""
+    first is torch fp32), which backends stay within ``F1_TOLERANCE`` of it, and the kind
+    of CPU they ran on (:func:`cpu_kind`)."""
     if not rows or rows[0]["backend"] != REFERENCE:
         raise ValueError(f"a backend record needs {REFERENCE} measured first")
     weights = weights_file(system, checkpoint)
@@ -108,7 +107,7 @@ def write_record(system: System, rows: list[dict[str, Any]], dev_dir: str | Path
         "format": RECORD_FORMAT,
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "weights": {"file": weights.name, "sha256": fingerprint(weights)},
-        "dev_dir": str(dev_dir), "words": rows[0]["words"], **cpu_kind(), "cpu": cpu,
+        "dev_dir": str(dev_dir), "words": rows[0]["words"], **cpu_kind(),
         "threads": threads,
         "tolerance": F1_TOLERANCE, "reference": REFERENCE,
         "within_tolerance": [r["backend"] for r in rows[1:] if within(rows[0], r)],

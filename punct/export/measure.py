@@ -20,7 +20,7 @@ from punct.data.sequences import load_data_dir
 from punct.engine.decode import decide, decode_settings, hypothesis_rows, predict_words
 from punct.engine.precision import bf16_supported
 from punct.errors import PunctInputError
-from punct.export.backends import BF16, REFERENCE, backend_model, usable, write_record
+from punct.export.backends import REFERENCE, backend_model, usable, write_record
 from punct.export.system import System, load_system
 from punct.score.metrics import score_tables
 
@@ -76,17 +76,17 @@ def measure_backends(system: System, data_dir: str | Path, names: list[str],
 
 def check_names(system: System) -> list[str]:
     """The backends a check measures: torch fp32 (the reference), torch bf16 where this
-    CPU computes it natively (``auto`` runs it there unless something ran faster), torch
-    int8, and the ONNX models the system has where onnxruntime is installed."""
-    names = [REFERENCE, *([BF16] if bf16_supported("cpu") else []), "torch-int8"]
+    CPU computes it natively (what ``auto`` runs there; recorded beside the others),
+    torch int8, and the ONNX models the system has where onnxruntime is installed."""
+    names = [REFERENCE, *(["torch-bf16"] if bf16_supported("cpu") else []), "torch-int8"]
     names += [name for name in ("onnx-fp32", "onnx-int8") if usable(system, MEASURED[name][0])]
     return names
 
 
-def check_backends(directory: str | Path, dev_dir: str | Path, cpu: str,
-                   checkpoint: str = "best", repeat: int = 1) -> Path:
+def check_backends(directory: str | Path, dev_dir: str | Path, checkpoint: str = "best",
+                   repeat: int = 1) -> Path:
     """Measure the backends of a system (exported or experiment dir) on ``dev_dir`` and
     write its ``backends.json``; return the record's path."""
     system = load_system(directory, "cpu", checkpoint)
     rows = measure_backends(system, dev_dir, check_names(system), repeat)
-    return write_record(system, rows, dev_dir, cpu, torch.get_num_threads(), checkpoint)
+    return write_record(system, rows, dev_dir, torch.get_num_threads(), checkpoint)
