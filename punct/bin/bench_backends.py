@@ -33,7 +33,7 @@ from punct.errors import PunctInputError, report_error
 from punct.export.backends import SPEED_FLAGS, cpu_kind
 from punct.export.measure import measure_backends
 from punct.export.system import load_system
-from punct.train.env import set_num_threads
+from punct.train.env import setup_compute
 
 DEFAULT = "torch-fp32,torch-bf16,torch-int8,onnx-fp32,onnx-int8"
 
@@ -79,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     engine = torch.backends.quantized.engine
     try:
-        set_num_threads(args.num_threads)
+        setup_compute(args.num_threads)
         torch.backends.quantized.engine = args.int8_engine or engine
         info = machine()
         system = load_system(args.model, "cpu")

@@ -52,6 +52,7 @@ from punct.models.autopunct import AutopunctModel
 from punct.models.base import Prediction, PunctModel, Registry
 from punct.models.courtland import CourtlandModel
 from punct.models.nagy import NagyModel
+from punct.train.env import setup_compute
 from punct.wordtable import read_word_table
 
 FAMILIES = {"autopunct": "iwslt4", "nagy": "full13", "courtland": "iwslt4"}
@@ -155,7 +156,7 @@ def stub_model(family: str, n_labels: int, exclusive: bool) -> Any:
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """Time both engines; check their decisions agree."""
-    torch.set_num_threads(args.num_threads)
+    setup_compute(args.num_threads)
     ls = get_label_set(FAMILIES[args.family])
     utts = read_utterances(args)
     seqs = table_to_seqs(utts, ls)

@@ -46,6 +46,7 @@ from punct.infer.inputs import read_ctm, read_text
 from punct.infer.outputs import FORMATS, SUBTITLE_FORMATS, write_segments
 from punct.infer.stream import Restorer
 from punct.labels import get_label_set
+from punct.train.env import setup_compute
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -82,7 +83,7 @@ def ctm_lines(blocks: list[list[str]]) -> str:
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """Time the restore path on the IWSLT words; return the report."""
-    torch.set_num_threads(1)
+    setup_compute(1)
     ls = get_label_set(FAMILIES[args.family])
     utts = read_utterances(args)
     words = [row.word for rows in utts.values() for row in rows]

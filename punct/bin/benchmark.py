@@ -56,7 +56,7 @@ from punct.engine.hf_adapter import find_encoder, make_pipeline, pipeline_decode
 from punct.errors import PunctInputError, report_error
 from punct.labels import get_label_set
 from punct.score.metrics import score_tables
-from punct.train.env import collect_env, set_num_threads
+from punct.train.env import collect_env, setup_compute
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -290,7 +290,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        set_num_threads(args.num_threads)
+        setup_compute(args.num_threads)
         report = run(args)
     except PunctInputError as err:
         return report_error("benchmark", err)

@@ -47,7 +47,7 @@ from punct.export.backends import backend_model, choose_backend
 from punct.export.system import System
 from punct.labels import get_label_set
 from punct.models.checkpoint import file_sha256, sidecar
-from punct.train.env import set_num_threads
+from punct.train.env import setup_compute
 from punct.wordtable import render_rows, write_word_table
 
 
@@ -182,7 +182,7 @@ def decode_set(exp: Experiment, model: torch.nn.Module, st: DecodeSettings,
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        set_num_threads(args.num_threads)
+        setup_compute(args.num_threads)
         records = run(args)
     except PunctInputError as err:
         return report_error("decode", err)

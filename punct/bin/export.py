@@ -27,7 +27,7 @@ from punct.export.measure import check_backends
 from punct.export.onnx_export import export_onnx
 from punct.extras import require
 from punct.infer.quiet import set_loading_verbosity
-from punct.train.env import set_num_threads
+from punct.train.env import setup_compute
 
 
 def build_parser(prog: str = "punct-export") -> argparse.ArgumentParser:
@@ -54,7 +54,7 @@ def build_parser(prog: str = "punct-export") -> argparse.ArgumentParser:
 def record_backends(out: Path, dev_dir: str, num_threads: int | None = None) -> None:
     """Check the backends of the exported ``out`` on ``dev_dir`` (``backends.json``) and
     say which stay within the F1 tolerance."""
-    set_num_threads(num_threads)
+    setup_compute(num_threads)
     path = check_backends(out, dev_dir)
     record = json.loads(path.read_text(encoding="utf-8"))
     rows = ", ".join(f"{r['backend']} {r['micro_f1']:.2f} ({r['speedup']:.2f}x)"

@@ -45,7 +45,7 @@ from punct.infer.asr import RECOGNIZERS, SpeechInput, make_recognizer
 from punct.infer.casing import CaseKeeper
 from punct.infer.outputs import write_segments
 from punct.infer.progress import InputShare, ProgressBar
-from punct.train.env import set_num_threads
+from punct.train.env import setup_compute
 
 if TYPE_CHECKING:
     from punct.infer.stream import Restorer as Engine
@@ -267,7 +267,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.asr and args.input_format != "text":
         parser.error("--asr reads audio files: --input-format does not apply")
     try:
-        set_num_threads(args.num_threads)
+        setup_compute(args.num_threads)
         info = run(args)
     except PunctInputError as err:
         return report_error("restore", err)

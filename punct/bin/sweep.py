@@ -37,7 +37,7 @@ from punct.extras import require
 from punct.labels import get_label_set
 from punct.score.figure import new_figure, save_png
 from punct.score.metrics import score_tables
-from punct.train.env import collect_env, set_num_threads
+from punct.train.env import collect_env, setup_compute
 
 COURTLAND_TABLE2 = {  # N: (overall F1 %, CPU runtime x, GPU runtime x), TED test set
     1: (76.3, 1.0, 1.0), 2: (79.4, 1.8, 1.1), 3: (81.8, 2.6, 1.2), 6: (83.2, 5.2, 1.5),
@@ -189,7 +189,7 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        set_num_threads(args.num_threads)
+        setup_compute(args.num_threads)
         rows = run(args)
     except PunctInputError as err:
         return report_error("sweep", err)

@@ -30,7 +30,7 @@ from punct.train.distributed import (
     detect_env,
     launch_local,
 )
-from punct.train.env import set_num_threads
+from punct.train.env import setup_compute
 from punct.train.trainer import train_experiment
 
 
@@ -97,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
             command = [sys.executable, "-m", "punct.bin.train",
                        *(sys.argv[1:] if argv is None else argv)]
             return launch_local(nproc, command)
-        threads = set_num_threads(args.num_threads)
+        threads = setup_compute(args.num_threads)
         config = load_config(args.config, args.overrides)
         with Dist(env, choose_device(args.ngpu, env)) as dist:
             summary = train_experiment(config, args.train_dir, args.dev_dir, args.exp_dir,

@@ -51,7 +51,7 @@ from punct.labels import get_label_set
 from punct.registry import lookup
 from punct.train.byte_dropout import apply_dropout_masks
 from punct.train.compiled import loss_function
-from punct.train.env import set_num_threads
+from punct.train.env import setup_compute
 from punct.train.optim import build_optimizer
 from punct.train.seed import seed_everything
 
@@ -154,7 +154,7 @@ def _activities(device: torch.device) -> list[torch.profiler.ProfilerActivity]:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    threads = set_num_threads(args.num_threads)
+    threads = setup_compute(args.num_threads)
     config = load_config(args.config, args.set)
     family = lookup("family", config.family)
     label_set = get_label_set(config.label_set)

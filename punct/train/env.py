@@ -14,6 +14,7 @@ from typing import Any
 
 import torch
 
+from punct.engine.heap import heap_state, keep_freed_memory
 from punct.engine.precision import cpu_model
 
 
@@ -31,6 +32,14 @@ def set_num_threads(num_threads: int | None = None) -> int:
             raise ValueError(f"--num-threads must be >= 1, got {num_threads}")
         torch.set_num_threads(num_threads)
     return torch.get_num_threads()
+
+
+def setup_compute(num_threads: int | None = None) -> int:
+    """Set this process up for tensor work: glibc keeps the memory batches free
+    (``punct.engine.heap``) and torch runs ``set_num_threads(num_threads)``; returns the
+    threads in effect."""
+    keep_freed_memory()
+    return set_num_threads(num_threads)
 
 
 def _version(package: str) -> str | None:
@@ -65,6 +74,7 @@ def collect_env(seed: int | None = None, threads: int | None = None) -> dict[str
         "hostname": socket.gethostname(),
         "platform": platform.platform(),
         "cpu": cpu_model(),
+        "heap": heap_state(),
         "device": "cuda" if torch.cuda.is_available() else "cpu",
         "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "argv": list(sys.argv),
