@@ -21,6 +21,7 @@ from punct.bin import bench_backends, decode
 from punct.bin import export as export_cli
 from punct.bin import restore as restore_cli
 from punct.engine.decode import predict_words
+from punct.engine.heap import heap_state
 from punct.engine.int8 import int8_layers, quantize_int8
 from punct.engine.precision import NATIVE_BF16_ENV
 from punct.export import backends
@@ -250,6 +251,8 @@ def test_bench_reports_the_cpu_and_torch_int8(tiny: tuple[Path, Path], tmp_path:
     assert [r["backend"] for r in doc["backends"]] == ["torch-fp32", "torch-int8"]
     assert doc["backends"][1]["decisions_differ"] <= 0.05
     assert doc["int8_engine"] == torch.backends.quantized.engine
+    # the command set the allocator up (punct.engine.heap) and says how
+    assert doc["heap"] == heap_state() != "default"
 
 
 @pytest.mark.skipif("onednn" not in torch.backends.quantized.supported_engines,

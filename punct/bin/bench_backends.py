@@ -29,6 +29,7 @@ from typing import Any
 
 import torch
 
+from punct.engine.heap import heap_state
 from punct.errors import PunctInputError, report_error
 from punct.export.backends import SPEED_FLAGS, cpu_kind
 from punct.export.measure import measure_backends
@@ -57,9 +58,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def machine() -> dict[str, Any]:
-    """The CPU model, its speed-relevant flags and the threads in use."""
+    """The CPU model, its speed-relevant flags, the threads in use and whether glibc
+    keeps freed memory (``punct.engine.heap``)."""
     return {**cpu_kind(), "threads": torch.get_num_threads(),
-            "int8_engine": torch.backends.quantized.engine}
+            "int8_engine": torch.backends.quantized.engine, "heap": heap_state()}
 
 
 def table(rows: list[dict]) -> str:
@@ -91,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     flags = " ".join(info["cpu_flags"]) or f"none of {', '.join(SPEED_FLAGS)}"
     limits = " ".join(f"{k}={v}" for k, v in info["kernel_limits"].items()) or "none"
     print(f"cpu: {info['cpu']}; flags: {flags}; threads {info['threads']}; "
-          f"int8 engine {info['int8_engine']}; kernel limits: {limits}")
+          f"int8 engine {info['int8_engine']}; kernel limits: {limits}; heap {info['heap']}")
     print(table(rows))
     if args.output:
         doc = {**info, "data_dir": args.data_dir, "backends": rows}

@@ -15,10 +15,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-import torch
-
 from punct.data.tokens import table_lines
 from punct.errors import MissingDataError, PunctInputError, report_error
+from punct.train.env import setup_compute
 from punct.train.mlm import MlmOptions, pretrain_mlm
 
 
@@ -44,7 +43,7 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    torch.set_num_threads(args.num_threads)
+    setup_compute(args.num_threads)
     options = MlmOptions(epochs=args.epochs, batch_size=args.batch_size, block=args.block,
                          lr=args.lr, seed=args.seed, max_steps=args.max_steps,
                          precision=args.precision)
