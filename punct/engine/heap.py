@@ -9,9 +9,10 @@ allocation from its heap and keep what is freed there (up to ``TRIM_BYTES`` at i
 as jemalloc or tcmalloc would with their caches: the process stays at its peak size
 instead of mapping and faulting the same memory in again.
 
-Measured on an AMD EPYC (Zen 4), 2 cores, docs/RESTORE.md: ``punct-restore`` of IWSLT nagy
-over 42k words took 2.5M page faults with glibc's defaults and 0.19M kept; training steps
-spent 3-4x less time in the kernel.
+Measured on 2 cores of an AMD EPYC (Zen 4): a fresh ``./run.sh`` of the mini recipe took
+31.9M page faults and 68 s in the kernel with glibc's defaults, 5.9M and 27 s kept (352 s
+of wall time against 293, the same scores; docs/TRAINING.md); ``punct-restore`` of IWSLT
+nagy over 42k words 0.9M-2.5M page faults against 0.18M (docs/RESTORE.md).
 
 ``PUNCT_KEEP_HEAP=0`` leaves the allocator as it is; so do the user's own glibc malloc
 settings (``MALLOC_*_`` variables, ``GLIBC_TUNABLES`` with ``malloc``) and another
