@@ -14,8 +14,9 @@ Measured on 2 cores of an AMD EPYC (Zen 4): a fresh ``./run.sh`` of the mini rec
 of wall time against 293, the same scores; docs/TRAINING.md); ``punct-restore`` of IWSLT
 nagy over 42k words 0.9M-2.5M page faults against 0.18M (docs/RESTORE.md).
 
-``PUNCT_KEEP_HEAP=0`` leaves the allocator as it is; so do the user's own glibc malloc
-settings (``MALLOC_*_`` variables, ``GLIBC_TUNABLES`` with ``malloc``) and another
+``PUNCT_KEEP_HEAP=0`` leaves the allocator as it is; so do the user's own settings of
+what it would set (``MALLOC_MMAP_MAX_``, ``MALLOC_MMAP_THRESHOLD_``,
+``MALLOC_TRIM_THRESHOLD_``, ``MALLOC_TOP_PAD_``, or their ``GLIBC_TUNABLES``) and another
 allocator preloaded (``LD_PRELOAD``). Elsewhere than glibc (macOS, musl) nothing changes.
 """
 
@@ -30,9 +31,13 @@ M_TRIM_THRESHOLD = -1
 M_MMAP_MAX = -4
 #: free memory at the top of the heap beyond this goes back to the kernel
 TRIM_BYTES = 1 << 30
-#: glibc malloc settings a user may have made in the environment
+#: the user's own choice, in the environment, of what ``keep_freed_memory`` would set (an
+#: arena count, ``MALLOC_ARENA_MAX``, as containers often set, is another matter)
 USER_SETTINGS = ("MALLOC_MMAP_MAX_", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_",
-                 "MALLOC_TOP_PAD_", "MALLOC_ARENA_MAX")
+                 "MALLOC_TOP_PAD_")
+#: the same, as glibc tunables (``GLIBC_TUNABLES=glibc.malloc.trim_threshold=...``)
+USER_TUNABLES = ("glibc.malloc.mmap_max", "glibc.malloc.mmap_threshold",
+                 "glibc.malloc.trim_threshold", "glibc.malloc.top_pad")
 #: allocators that replace glibc's when preloaded
 OTHER_ALLOCATORS = ("jemalloc", "tcmalloc", "mimalloc")
 
@@ -46,7 +51,7 @@ def why_not() -> str | None:
     if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
         return "not glibc"
     named = [name for name in USER_SETTINGS if name in os.environ]
-    if "malloc" in os.environ.get("GLIBC_TUNABLES", ""):
+    if any(name in os.environ.get("GLIBC_TUNABLES", "") for name in USER_TUNABLES):
         named.append("GLIBC_TUNABLES")
     if named:
         return f"the user's {' '.join(named)}"
